@@ -1,0 +1,49 @@
+"""Entry point: registers the commands and turns user errors into one line."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from . import __version__
+from .errors import LlamabenchError
+
+COMMANDS = ("inspect",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="llamabench",
+        description="What a GGUF model costs in memory at long context, and what llama.cpp really allocates.",
+    )
+    parser.add_argument("--version", action="version", version=f"llamabench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        module = importlib.import_module(f"llamabench.commands.{name.replace('-', '_')}")
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP, epilog=module.EXAMPLES,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(p)
+        p.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except LlamabenchError as exc:
+        if os.environ.get("LLAMABENCH_DEBUG") == "1":
+            raise
+        hint = f" (hint: {exc.hint})" if exc.hint else ""
+        print(f"llamabench: error: {exc}{hint}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    except KeyboardInterrupt:
+        print("llamabench: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

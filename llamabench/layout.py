@@ -1,0 +1,332 @@
+"""Which layer caches what: the hybrid layer layout, as llama.cpp derives it from GGUF metadata.
+
+Pure: takes a `ModelMetadata`, returns a `ModelGeometry`. The rules follow the llama.cpp
+vendored in llama-cpp-python 0.3.36: `llama_model_base::load_hparams` (src/llama-model.cpp),
+each family's `load_arch_hparams` (src/models/<arch>.cpp), `llama_model::create_memory`
+and `llama_hparams::n_embd_r / n_embd_s` (src/llama-hparams.cpp).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .errors import BadModelFile, UnsupportedArchitecture
+from .metadata import ModelMetadata
+
+LLAMA_MAX_LAYERS = 512  # src/llama-hparams.h
+
+
+class LayerKind(StrEnum):
+    FULL = "full"  # attention with a KV cache that grows with n_ctx
+    SWA = "swa"  # sliding-window attention: KV capped near the window
+    RECURRENT = "recurrent"  # linear attention / SSM / short conv: fixed state
+    FULL_RECURRENT = "full+recurrent"  # both in one layer (falcon-h1)
+    MLA = "mla"  # multi-head latent attention: one compressed K-only row
+    NONE = "none"  # no cache at all (FFN-only layers)
+
+
+# Plain GQA transformers: every layer caches K and V.
+PLAIN_ARCHITECTURES = frozenset({"llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "mistral3"})
+# Every 4th layer is full attention unless `attention.recurrent_layers` says otherwise.
+INTERVAL_HYBRIDS = frozenset({"qwen35", "qwen35moe", "qwen3next"})
+# A layer is recurrent iff its `attention.head_count_kv` entry is 0.
+KV_ZERO_HYBRIDS = frozenset({"granitehybrid", "jamba", "lfm2"})
+NEMOTRON_H = frozenset({"nemotron_h", "nemotron_h_moe"})
+SWA_ARCHITECTURES = {"gemma3": 6, "gpt-oss": 2}  # arch -> default sliding_window_pattern
+RECURRENT_ONLY = frozenset({"mamba2"})
+
+SUPPORTED_ARCHITECTURES = tuple(
+    sorted(
+        PLAIN_ARCHITECTURES
+        | INTERVAL_HYBRIDS
+        | KV_ZERO_HYBRIDS
+        | NEMOTRON_H
+        | set(SWA_ARCHITECTURES)
+        | RECURRENT_ONLY
+        | {"falcon-h1", "deepseek2"}
+    )
+)
+
+# ssm.* keys that each recurrent family requires (llama.cpp's ml.get_key(..., required)).
+SSM_KEYS = ("ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "ssm.group_count")
+REQUIRED_SSM_KEYS = {
+    "qwen35": SSM_KEYS,
+    "qwen35moe": SSM_KEYS,
+    "qwen3next": SSM_KEYS,
+    "granitehybrid": SSM_KEYS,
+    "nemotron_h": SSM_KEYS,
+    "nemotron_h_moe": SSM_KEYS,
+    "falcon-h1": SSM_KEYS,
+    "mamba2": SSM_KEYS,
+    "jamba": SSM_KEYS[:4],
+}
+
+
+@dataclass(frozen=True)
+class LayerGeometry:
+    index: int
+    kind: LayerKind
+    n_head_kv: int
+    k_width: int  # n_embd_k_gqa: K elements per token in this layer's cache row (0 if uncached)
+    v_width: int  # n_embd_v_gqa: V elements per token (0 if uncached, and for MLA)
+
+    @property
+    def has_kv(self) -> bool:
+        return self.kind in (LayerKind.FULL, LayerKind.SWA, LayerKind.FULL_RECURRENT, LayerKind.MLA)
+
+    @property
+    def is_swa(self) -> bool:
+        return self.kind is LayerKind.SWA
+
+    @property
+    def has_recurrent_state(self) -> bool:
+        return self.kind in (LayerKind.RECURRENT, LayerKind.FULL_RECURRENT)
+
+
+@dataclass(frozen=True)
+class ModelGeometry:
+    architecture: str
+    n_layer: int  # block_count, NextN/MTP layers included (llama.cpp's n_layer_all)
+    n_layer_nextn: int
+    n_ctx_train: int
+    n_embd: int
+    n_head: int
+    layers: tuple[LayerGeometry, ...]  # the main layers (NextN layers are outside the main cache)
+    n_swa: int  # sliding window in tokens (0 without SWA)
+    is_mla: bool
+    recurrent_r_width: int  # n_embd_r: f32 elements of conv state per layer per sequence
+    recurrent_s_width: int  # n_embd_s: f32 elements of SSM / delta state per layer per sequence
+    v_width_max: int  # widest V row over all layers: V rows are padded to it with flash attention off
+    full_attention_k_width: int  # K width of a full-attention layer of this model (the full-GQA reference)
+    full_attention_v_width: int
+
+    @property
+    def has_swa(self) -> bool:
+        return any(layer.is_swa for layer in self.layers)
+
+    @property
+    def cached_layers(self) -> tuple[LayerGeometry, ...]:
+        return tuple(layer for layer in self.layers if layer.has_kv)
+
+    @property
+    def recurrent_layers(self) -> tuple[LayerGeometry, ...]:
+        return tuple(layer for layer in self.layers if layer.has_recurrent_state)
+
+    @property
+    def mixer_layers(self) -> tuple[LayerGeometry, ...]:
+        """Layers with a token mixer (attention or recurrent): every layer that is not FFN-only."""
+        return tuple(layer for layer in self.layers if layer.kind is not LayerKind.NONE)
+
+
+def _int(meta: ModelMetadata, suffix: str, default: int | None = None, *, required: bool = False) -> int:
+    value = meta.arch_key(suffix)
+    if value is None:
+        if required or default is None:
+            raise BadModelFile(f"{meta.source}: missing required key {meta.architecture}.{suffix}")
+        return default
+    if isinstance(value, tuple) or isinstance(value, bool) or not isinstance(value, int):
+        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be an integer, got {value!r}")
+    if value < 0:
+        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} is negative ({value})")
+    return value
+
+
+def _per_layer(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[int, ...]) -> tuple[int, ...]:
+    """A key that is either a scalar (same for every layer) or an array of n_layer values."""
+    value = meta.arch_key(suffix)
+    if value is None:
+        return default
+    if isinstance(value, tuple):
+        if len(value) != n_layer:
+            raise BadModelFile(
+                f"{meta.source}: {meta.architecture}.{suffix} has {len(value)} entries for {n_layer} layers"
+            )
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
+            raise BadModelFile(f"{meta.source}: {meta.architecture}.{suffix} holds values that are not counts")
+        return tuple(int(v) for v in value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be a count, got {value!r}")
+    return (int(value),) * n_layer
+
+
+def _bool_array(meta: ModelMetadata, suffix: str, n_layer: int) -> tuple[bool, ...] | None:
+    value = meta.arch_key(suffix)
+    if value is None or not isinstance(value, tuple):
+        return None
+    if len(value) != n_layer:
+        raise BadModelFile(f"{meta.source}: {meta.architecture}.{suffix} has {len(value)} entries for {n_layer} layers")
+    return tuple(bool(v) for v in value)
+
+
+def _swa_flags(meta: ModelMetadata, n_main: int, n_layer: int, default_pattern: int) -> tuple[bool, ...]:
+    """llama_model_base::load_swa_pattern: a bool array, or a period N (layer i is SWA iff i % N < N - 1)."""
+    flags = _bool_array(meta, "attention.sliding_window_pattern", n_layer)
+    if flags is not None:
+        return flags[:n_main]
+    pattern = _int(meta, "attention.sliding_window_pattern", default_pattern)
+    return tuple(pattern == 0 or (i % pattern < pattern - 1) for i in range(n_main))
+
+
+def _recurrent_widths(meta: ModelMetadata, n_embd: int) -> tuple[int, int]:
+    """(n_embd_r, n_embd_s) from llama_hparams::n_embd_r / n_embd_s."""
+    if meta.architecture == "lfm2":
+        l_cache = _int(meta, "shortconv.l_cache", required=True)
+        if l_cache < 1:
+            raise BadModelFile(f"{meta.source}: {meta.architecture}.shortconv.l_cache must be at least 1")
+        return n_embd * (l_cache - 1), 0
+    d_conv = _int(meta, "ssm.conv_kernel", 0)
+    d_inner = _int(meta, "ssm.inner_size", 0)
+    d_state = _int(meta, "ssm.state_size", 0)
+    n_group = _int(meta, "ssm.group_count", 0)
+    conv = (d_conv - 1 if d_conv > 0 else 0) * (d_inner + 2 * n_group * d_state)
+    return conv, d_state * d_inner
+
+
+def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
+    arch = meta.architecture
+    if arch not in SUPPORTED_ARCHITECTURES:
+        raise UnsupportedArchitecture(
+            f"{meta.source}: architecture '{arch}' is not supported by llamabench",
+            hint="supported: " + ", ".join(SUPPORTED_ARCHITECTURES),
+        )
+
+    n_layer = _int(meta, "block_count", required=True)
+    if n_layer == 0 or n_layer > LLAMA_MAX_LAYERS:
+        raise BadModelFile(f"{meta.source}: {arch}.block_count is {n_layer}; llama.cpp needs 1 to {LLAMA_MAX_LAYERS}")
+    n_nextn = _int(meta, "nextn_predict_layers", 0)
+    if n_nextn >= n_layer:
+        raise BadModelFile(f"{meta.source}: {arch}.nextn_predict_layers ({n_nextn}) leaves no main layers")
+    n_main = n_layer - n_nextn
+    n_ctx_train = _int(meta, "context_length", required=True)
+    n_embd = _int(meta, "embedding_length", required=True)
+    if n_embd == 0:
+        raise BadModelFile(f"{meta.source}: {arch}.embedding_length is 0")
+
+    n_head_arr = _per_layer(meta, "attention.head_count", n_layer, (0,) * n_layer)
+    n_head_kv_arr = _per_layer(meta, "attention.head_count_kv", n_layer, n_head_arr)
+    n_ff_arr = _per_layer(meta, "feed_forward_length", n_layer, (0,) * n_layer)
+    n_head = n_head_arr[0]
+
+    for key in REQUIRED_SSM_KEYS.get(arch, ()):
+        _int(meta, key, required=True)
+
+    if n_head > 0:
+        head_k = _int(meta, "attention.key_length", n_embd // n_head)
+        head_v = _int(meta, "attention.value_length", n_embd // n_head)
+    else:
+        head_k = head_v = 0
+    head_k_swa = _int(meta, "attention.key_length_swa", head_k)
+    head_v_swa = _int(meta, "attention.value_length_swa", head_v)
+
+    for il in range(n_layer):
+        if n_head_kv_arr[il] > 0 and n_head_arr[il] > 0 and n_head_kv_arr[il] > n_head_arr[il]:
+            raise BadModelFile(
+                f"{meta.source}: layer {il} has {n_head_kv_arr[il]} KV heads but only {n_head_arr[il]} attention heads"
+            )
+
+    # Per main layer: is it SWA, is it recurrent, does it hold KV?
+    is_swa = [False] * n_main
+    is_recr = [False] * n_main
+    has_kv = [True] * n_main
+    n_swa = 0
+
+    if arch in PLAIN_ARCHITECTURES:
+        pass
+    elif arch in INTERVAL_HYBRIDS:
+        flags = _bool_array(meta, "attention.recurrent_layers", n_layer)
+        if flags is None:
+            interval = _int(meta, "full_attention_interval", 4)
+            if interval == 0:
+                raise BadModelFile(f"{meta.source}: {arch}.full_attention_interval is 0")
+            flags = tuple((i < n_main) and ((i + 1) % interval != 0) for i in range(n_layer))
+        is_recr = list(flags[:n_main])
+        has_kv = [not r for r in is_recr]
+    elif arch in KV_ZERO_HYBRIDS:
+        is_recr = [n_head_kv_arr[i] == 0 for i in range(n_main)]
+        has_kv = [not r for r in is_recr]
+        if arch == "lfm2":
+            window = _int(meta, "attention.sliding_window", 0)
+            if window > 0:
+                n_swa = window
+                is_swa = [not r for r in is_recr]
+    elif arch in NEMOTRON_H:
+        is_recr = [n_head_kv_arr[i] == 0 and n_ff_arr[i] == 0 for i in range(n_main)]
+        has_kv = [not is_recr[i] and n_ff_arr[i] == 0 for i in range(n_main)]
+    elif arch == "falcon-h1":
+        is_recr = [True] * n_main
+    elif arch in RECURRENT_ONLY:
+        is_recr = [True] * n_main
+        has_kv = [False] * n_main
+    elif arch in SWA_ARCHITECTURES:
+        window = _int(meta, "attention.sliding_window", None if arch == "gpt-oss" else 0, required=arch == "gpt-oss")
+        if window > 0:
+            n_swa = window
+            is_swa = list(_swa_flags(meta, n_main, n_layer, SWA_ARCHITECTURES[arch]))
+        if n_swa > 0 and not any(is_swa):
+            raise BadModelFile(f"{meta.source}: {arch} has a sliding window but no layer is marked SWA")
+    elif arch == "deepseek2":
+        _int(meta, "attention.kv_lora_rank", required=True)
+
+    is_mla = arch == "deepseek2" and bool(
+        _int(meta, "attention.key_length_mla", 0) and _int(meta, "attention.value_length_mla", 0)
+    )
+
+    def widths(il: int) -> tuple[int, int]:
+        hk, hv = (head_k_swa, head_v_swa) if il < n_main and is_swa[il] else (head_k, head_v)
+        return hk * n_head_kv_arr[il], hv * n_head_kv_arr[il]
+
+    v_width_max = max([widths(0)[1]] + [widths(il)[1] for il in range(n_layer)])
+
+    layers = []
+    for il in range(n_main):
+        k_width, v_width = widths(il)
+        if has_kv[il] and is_recr[il]:
+            kind = LayerKind.FULL_RECURRENT
+        elif has_kv[il]:
+            kind = LayerKind.MLA if is_mla else (LayerKind.SWA if is_swa[il] else LayerKind.FULL)
+        elif is_recr[il]:
+            kind = LayerKind.RECURRENT
+        else:
+            kind = LayerKind.NONE
+        if not has_kv[il]:
+            k_width = v_width = 0
+        elif is_mla:
+            v_width = 0
+        if has_kv[il] and k_width == 0:
+            raise BadModelFile(f"{meta.source}: layer {il} caches KV but has no KV heads or a zero head size")
+        layers.append(LayerGeometry(il, kind, n_head_kv_arr[il], k_width, v_width))
+
+    r_width, s_width = _recurrent_widths(meta, n_embd) if any(is_recr) else (0, 0)
+    if any(is_recr) and r_width + s_width == 0:
+        raise BadModelFile(f"{meta.source}: recurrent layers with an empty state (check the ssm.* keys)")
+
+    # The full-GQA reference: a full-attention layer of this model, uncompressed.
+    if is_mla:
+        full_k = n_head * _int(meta, "attention.key_length_mla", 0)
+        full_v = n_head * _int(meta, "attention.value_length_mla", 0)
+    else:
+        attn = [layer for layer in layers if layer.kind in (LayerKind.FULL, LayerKind.FULL_RECURRENT)]
+        attn = attn or [layer for layer in layers if layer.has_kv]
+        if attn:
+            ref = max(attn, key=lambda layer: layer.k_width + layer.v_width)
+            full_k, full_v = ref.k_width, ref.v_width
+        else:
+            full_k = full_v = 0
+
+    return ModelGeometry(
+        architecture=arch,
+        n_layer=n_layer,
+        n_layer_nextn=n_nextn,
+        n_ctx_train=n_ctx_train,
+        n_embd=n_embd,
+        n_head=n_head,
+        layers=tuple(layers),
+        n_swa=n_swa,
+        is_mla=is_mla,
+        recurrent_r_width=r_width,
+        recurrent_s_width=s_width,
+        v_width_max=v_width_max,
+        full_attention_k_width=full_k,
+        full_attention_v_width=full_v,
+    )

@@ -1,0 +1,65 @@
+"""Plain data read from a GGUF file or a catalog entry: metadata keys and tensor infos.
+
+Nothing here touches a file; `gguf_file` and `catalog` build these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+MetadataValue = int | float | bool | str | tuple
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    shape: tuple[int, ...]  # ggml order: ne0 first
+    ggml_type: int
+    n_bytes: int
+
+
+@dataclass(frozen=True)
+class ModelMetadata:
+    """The GGUF metadata of one model, from a file or from the catalog."""
+
+    source: str  # a path or "catalog:<id>"
+    architecture: str
+    keys: Mapping[str, MetadataValue]  # full GGUF key names, arrays as tuples
+    tensors: tuple[TensorInfo, ...] = ()
+    file_bytes: int = 0
+    name: str = ""
+
+    def arch_key(self, suffix: str, default=None):
+        """The value of `{architecture}.{suffix}`, or `default` when absent."""
+        return self.keys.get(f"{self.architecture}.{suffix}", default)
+
+    def has_arch_key(self, suffix: str) -> bool:
+        return f"{self.architecture}.{suffix}" in self.keys
+
+    @property
+    def weights_bytes(self) -> int:
+        return sum(t.n_bytes for t in self.tensors)
+
+    @property
+    def display_name(self) -> str:
+        return self.name or str(self.keys.get("general.name", "")) or self.source
+
+
+@dataclass(frozen=True)
+class PublishedQuant:
+    name: str
+    bytes: int
+    source: str
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    id: str
+    name: str
+    metadata: ModelMetadata
+    sources: Mapping[str, str]  # metadata suffix -> where the value comes from
+    published_kv_bytes_per_token: int | None = None
+    published_kv_source: str | None = None
+    published_quants: tuple[PublishedQuant, ...] = field(default_factory=tuple)
+    notes: str = ""
