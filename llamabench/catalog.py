@@ -12,6 +12,8 @@ from .metadata import CatalogEntry, ModelMetadata, PublishedQuant
 
 DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "models.toml"
 DEFAULT_MODEL_ID = "qwen3-5-35b-a3b"
+FLOAT_KEYS = {"rope.freq_base", "rope.freq_base_swa", "attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon"}
+STRING_KEYS = {"rope.scaling.type"}
 ENTRY_KEYS = {"id", "name", "architecture", "metadata", "kv_cache_bytes_per_token", "published_quants", "notes", "sources"}
 
 
@@ -29,8 +31,10 @@ def _value(entry_id: str, key: str, item):
         if not value or not all(isinstance(v, (int, bool)) for v in value):
             raise CatalogError(f"catalog entry '{entry_id}': {key} must be a non-empty array of integers or booleans")
         return tuple(value), item["source"]
-    if isinstance(value, float) and key not in {"rope.freq_base", "attention.layer_norm_rms_epsilon"}:
+    if isinstance(value, float) and key not in FLOAT_KEYS:
         raise CatalogError(f"catalog entry '{entry_id}': {key} must be an integer, got {value!r}")
+    if isinstance(value, str) and key not in STRING_KEYS:
+        raise CatalogError(f"catalog entry '{entry_id}': {key} must be a number, got {value!r}")
     if not isinstance(value, (int, float, str, bool)):
         raise CatalogError(f"catalog entry '{entry_id}': {key} has a value of the wrong type ({type(value).__name__})")
     return value, item["source"]

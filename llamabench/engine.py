@@ -127,24 +127,34 @@ class DryRun:
 
 def dry_run(path: str, settings: CacheSettings, *, n_gpu_layers: int = 0) -> DryRun:
     """Load with no_alloc and create the context: llama.cpp prints every size without allocating KV."""
+    return dry_run_many(path, [settings], n_gpu_layers=n_gpu_layers)[0]
+
+
+def dry_run_many(path: str, settings_list: list[CacheSettings], *, n_gpu_layers: int = 0) -> list[DryRun]:
+    """One no_alloc model load, then one dry-run context per settings (in order)."""
     lc = _llama()
+    results = []
     with captured_log() as lines:
         model = lc.llama_model_load_from_file(os.fsencode(path), _model_params(n_gpu_layers=n_gpu_layers, no_alloc=True))
         if not model:
             raise EngineError(f"{path}: llama.cpp could not load the model ({_reason(lines, 'no reason logged')})")
         try:
-            ctx = lc.llama_init_from_model(model, _context_params(settings))
-            if not ctx:
-                raise EngineError(f"{path}: llama.cpp could not create the context ({_reason(lines, 'no reason logged')})")
-            try:
-                n_ctx, n_ctx_seq, n_seq = lc.llama_n_ctx(ctx), lc.llama_n_ctx_seq(ctx), lc.llama_n_seq_max(ctx)
-            finally:
-                lc.llama_free(ctx)
             size, n_params = lc.llama_model_size(model), lc.llama_model_n_params(model)
+            load_log = "".join(lines)
+            for settings in settings_list:
+                lines.clear()
+                ctx = lc.llama_init_from_model(model, _context_params(settings))
+                if not ctx:
+                    raise EngineError(f"{path}: llama.cpp could not create the context ({_reason(lines, 'no reason logged')})")
+                try:
+                    n_ctx, n_ctx_seq, n_seq = lc.llama_n_ctx(ctx), lc.llama_n_ctx_seq(ctx), lc.llama_n_seq_max(ctx)
+                finally:
+                    lc.llama_free(ctx)
+                log = load_log + "".join(lines)
+                results.append(DryRun(parse_allocations(log), int(size), int(n_params), int(n_ctx), int(n_ctx_seq), int(n_seq), log))
         finally:
             lc.llama_model_free(model)
-        log = "".join(lines)
-    return DryRun(parse_allocations(log), int(size), int(n_params), int(n_ctx), int(n_ctx_seq), int(n_seq), log)
+    return results
 
 
 def smoke_decode(path: str, *, n_ctx: int = 512, n_tokens: int = 8, settings: CacheSettings | None = None) -> int:

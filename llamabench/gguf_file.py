@@ -8,10 +8,50 @@ from pathlib import Path
 from .errors import BadModelFile
 from .metadata import ModelMetadata, TensorInfo
 
+import struct
+
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
 # Arrays that can hold hundreds of thousands of entries and decide nothing about memory.
 SKIPPED_ARRAY_PREFIXES = ("tokenizer.",)
+
+
+SKIM_ARRAYS_ABOVE = 4096  # longer arrays (vocabularies, merges) are stepped over, not decoded
+
+
+def _skimming_reader_class():
+    """gguf.GGUFReader, but stepping over long arrays instead of building one numpy view per item.
+
+    The stock reader takes over 10 s on a 150k-token vocabulary; metadata that decides memory
+    is never in such arrays.
+    """
+    import numpy as np
+    from gguf import GGUFReader, GGUFValueType
+
+    class SkimmingReader(GGUFReader):
+        def _get_field_parts(self, orig_offs, raw_type):
+            if raw_type != GGUFValueType.ARRAY:
+                return super()._get_field_parts(orig_offs, raw_type)
+            raw_itype = self._get(orig_offs, np.uint32)
+            alen = self._get(orig_offs + 4, np.uint64)
+            n_items = int(alen[0])
+            if n_items <= SKIM_ARRAYS_ABOVE:
+                return super()._get_field_parts(orig_offs, raw_type)
+            itype = GGUFValueType(int(raw_itype[0]))
+            offs = orig_offs + 12
+            if itype == GGUFValueType.STRING:
+                order = ">" if self.byte_order == "S" else "<"
+                view = memoryview(self.data)
+                unpack = struct.Struct(order + "Q").unpack_from
+                for _ in range(n_items):
+                    offs += 8 + unpack(view, offs)[0]
+            elif itype in self.gguf_scalar_to_np:
+                offs += n_items * np.dtype(self.gguf_scalar_to_np[itype]).itemsize
+            else:
+                return super()._get_field_parts(orig_offs, raw_type)
+            return offs - orig_offs, [raw_itype, alen], [], [GGUFValueType.ARRAY, itype]
+
+    return SkimmingReader
 
 
 def _field_value(field):
@@ -38,10 +78,8 @@ def read_metadata(path: str | os.PathLike) -> ModelMetadata:
     if version not in SUPPORTED_VERSIONS:
         raise BadModelFile(f"{path}: GGUF version {version} is not supported (llama.cpp reads versions 2 and 3)")
 
-    from gguf import GGUFReader
-
     try:
-        reader = GGUFReader(path, "r")
+        reader = _skimming_reader_class()(path, "r")
     except Exception as exc:  # the reader raises ValueError, IndexError, struct errors...
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadModelFile(f"{path}: unreadable or truncated GGUF ({reason})") from exc
@@ -52,6 +90,8 @@ def read_metadata(path: str | os.PathLike) -> ModelMetadata:
             if name.startswith("GGUF."):
                 continue
             if name.startswith(SKIPPED_ARRAY_PREFIXES) and len(field.data) > 1:
+                continue
+            if len(field.types) > 1 and not field.data:  # a skimmed long array
                 continue
             keys[name] = _field_value(field)
         tensors = tuple(

@@ -27,7 +27,7 @@ class LayerKind(StrEnum):
 
 
 # Plain GQA transformers: every layer caches K and V.
-PLAIN_ARCHITECTURES = frozenset({"llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "mistral3"})
+PLAIN_ARCHITECTURES = frozenset({"llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe"})
 # Every 4th layer is full attention unless `attention.recurrent_layers` says otherwise.
 INTERVAL_HYBRIDS = frozenset({"qwen35", "qwen35moe", "qwen3next"})
 # A layer is recurrent iff its `attention.head_count_kv` entry is 0.

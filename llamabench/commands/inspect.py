@@ -119,6 +119,8 @@ def render_inspection(result: Inspection) -> str:
     elif result.entry is not None and result.entry.published_quants:
         quants = ", ".join(f"{q.name} {q.bytes / 1024**3:.2f} GiB" for q in result.entry.published_quants)
         out.append(f"Weights          not in the catalog entry; published file sizes: {quants}")
+    elif result.entry is not None:
+        out.append("Weights          unknown: a catalog entry holds no tensor infos and no published size")
     else:
         out.append("Weights          0 B (the file holds no tensors)")
     return "\n".join(out)

@@ -1,0 +1,21 @@
+"""Shared fixtures: tiny GGUFs written into tmp_path, reports and caches kept inside it."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamabench.metadata import ModelMetadata
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dirs(tmp_path, monkeypatch):
+    monkeypatch.setenv("LLAMABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LLAMABENCH_REPORTS_DIR", str(tmp_path / "reports"))
+
+
+def model(arch: str, name: str = "", **suffix_values) -> ModelMetadata:
+    """ModelMetadata from `{arch}.`-relative keys; '__' in a keyword stands for '.'."""
+    keys = {"general.architecture": arch}
+    for suffix, value in suffix_values.items():
+        keys[f"{arch}.{suffix.replace('__', '.')}"] = value
+    return ModelMetadata(source=f"test:{name or arch}", architecture=arch, keys=keys, name=name)
