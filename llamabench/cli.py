@@ -10,7 +10,7 @@ import sys
 from . import __version__
 from .errors import LlamabenchError
 
-COMMANDS = ("inspect", "twin", "verify", "demo")
+COMMANDS = ("inspect", "twin", "verify", "bench", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -18,6 +18,8 @@ from .footprint import CacheSettings
 
 _lock = threading.Lock()
 _buffer: list[str] | None = None
+_error_lines: list[str] = []  # ERROR-level lines of the current capture
+GGML_LOG_LEVEL_ERROR = 4  # ggml's levels: DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5
 _callback = None  # keep a reference: llama.cpp holds the raw pointer
 _backend_ready = False
 
@@ -37,7 +39,10 @@ def _ensure_logging() -> None:
 
     def on_log(level, text, user_data):
         if _buffer is not None and text:
-            _buffer.append(text.decode("utf-8", errors="replace"))
+            decoded = text.decode("utf-8", errors="replace")
+            _buffer.append(decoded)
+            if level == GGML_LOG_LEVEL_ERROR:
+                _error_lines.append(decoded.strip())
 
     _callback = lc.llama_log_callback(on_log)
     lc.llama_log_set(_callback, ctypes.c_void_p(0))
@@ -54,6 +59,7 @@ def captured_log():
     with _lock:
         lines: list[str] = []
         _buffer = lines
+        _error_lines.clear()
         try:
             yield lines
         finally:
@@ -104,6 +110,9 @@ def _context_params(settings: CacheSettings, *, n_threads: int | None = None):
 
 def _reason(log_lines: list[str], default: str) -> str:
     """The most telling error line llama.cpp logged, for a one-line failure message."""
+    errors = [line for line in _error_lines if line]
+    if errors:
+        return errors[0] if len(errors) == 1 else f"{errors[0]} ({errors[-1]})"
     text = "".join(log_lines).splitlines()
     for needle in ("error", "failed", "unable", "invalid", "not supported", "exception"):
         for line in reversed(text):
@@ -183,3 +192,123 @@ def smoke_decode(path: str, *, n_ctx: int = 512, n_tokens: int = 8, settings: Ca
         finally:
             lc.llama_model_free(model)
     return n_tokens + 1
+
+
+class Session:
+    """A real model and context (weights loaded, KV allocated), for timed decoding in this process."""
+
+    def __init__(self, path: str, settings: CacheSettings, *, n_gpu_layers: int = 0, n_threads: int | None = None):
+        lc = _llama()
+        self._lc = lc
+        self.settings = settings
+        self._model = None
+        self._ctx = None
+        with captured_log() as lines:
+            self._model = lc.llama_model_load_from_file(os.fsencode(path), _model_params(n_gpu_layers=n_gpu_layers, no_alloc=False))
+            if not self._model:
+                raise EngineError(f"llama.cpp could not load {path} ({_reason(lines, 'no reason logged')})")
+            self._ctx = lc.llama_init_from_model(self._model, _context_params(settings, n_threads=n_threads))
+            if not self._ctx:
+                reason = _reason(lines, "no reason logged")
+                self.close()
+                raise EngineError(f"llama.cpp could not create the context: {reason}")
+            self.log = "".join(lines)
+        self.allocations = parse_allocations(self.log)
+        self.n_ctx = int(lc.llama_n_ctx(self._ctx))
+        self.n_batch = int(lc.llama_n_batch(self._ctx))
+        self.model_size_bytes = int(lc.llama_model_size(self._model))
+        self.n_params = int(lc.llama_model_n_params(self._model))
+        self.model_desc = self._desc()
+        vocab = lc.llama_model_get_vocab(self._model)
+        self.n_vocab = int(lc.llama_vocab_n_tokens(vocab))
+        self.rolls_back = not (lc.llama_model_is_recurrent(self._model) or lc.llama_model_is_hybrid(self._model))
+        self.position = 0
+        self._next_token = 0
+
+    def _desc(self) -> str:
+        buf = ctypes.create_string_buffer(256)
+        self._lc.llama_model_desc(self._model, buf, 256)
+        return buf.value.decode("utf-8", errors="replace")
+
+    def _tokens(self, n: int):
+        first = 3 if self.n_vocab > 3 else 0
+        span = max(1, self.n_vocab - first)
+        ids = [first + (self._next_token + i * 7919) % span for i in range(n)]
+        self._next_token += n
+        return (self._lc.llama_token * n)(*ids)
+
+    def decode(self, n_tokens: int, *, on_chunk=None) -> None:
+        """Decode n_tokens of prompt in batches of n_batch (logits for the last token only)."""
+        lc = self._lc
+        done = 0
+        while done < n_tokens:
+            n = min(self.n_batch, n_tokens - done)
+            tokens = self._tokens(n)  # keep a reference while llama_decode reads it
+            rc = lc.llama_decode(self._ctx, lc.llama_batch_get_one(tokens, n))
+            if rc != 0:
+                raise EngineError(f"llama_decode returned {rc} at position {self.position} (context full or out of memory)")
+            done += n
+            self.position += n
+            if on_chunk:
+                on_chunk(n)
+        lc.llama_synchronize(self._ctx)
+
+    def generate(self, n_tokens: int) -> None:
+        """Decode n_tokens one at a time, as text generation does (sampling left out)."""
+        lc = self._lc
+        for _ in range(n_tokens):
+            token = self._tokens(1)
+            rc = lc.llama_decode(self._ctx, lc.llama_batch_get_one(token, 1))
+            if rc != 0:
+                raise EngineError(f"llama_decode returned {rc} at position {self.position}")
+            self.position += 1
+        lc.llama_synchronize(self._ctx)
+
+    def snapshot(self):
+        """The state of sequence 0 at the current position (KV cells and recurrent state)."""
+        lc = self._lc
+        if self.rolls_back:
+            return self.position
+        if self.position == 0:
+            return (0, None, 0)
+        size = lc.llama_state_seq_get_size(self._ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        written = lc.llama_state_seq_get_data(self._ctx, buf, size, 0)
+        if written != size:
+            raise EngineError(f"llama_state_seq_get_data wrote {written} of {size} bytes")
+        return (self.position, buf, size)
+
+    def restore(self, snap) -> None:
+        lc = self._lc
+        if self.rolls_back:
+            ok = lc.llama_memory_seq_rm(lc.llama_get_memory(self._ctx), 0, snap, -1)
+            if not ok:
+                raise EngineError("llama_memory_seq_rm could not roll the sequence back")
+            self.position = snap
+            return
+        position, buf, size = snap
+        if position == 0:
+            self.clear()
+            return
+        lc.llama_memory_seq_rm(lc.llama_get_memory(self._ctx), 0, -1, -1)
+        if lc.llama_state_seq_set_data(self._ctx, buf, size, 0) == 0:
+            raise EngineError("llama_state_seq_set_data failed to restore the sequence")
+        self.position = position
+
+    def clear(self) -> None:
+        self._lc.llama_memory_clear(self._lc.llama_get_memory(self._ctx), True)
+        self.position = 0
+
+    def close(self) -> None:
+        if self._ctx:
+            self._lc.llama_free(self._ctx)
+            self._ctx = None
+        if self._model:
+            self._lc.llama_model_free(self._model)
+            self._model = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

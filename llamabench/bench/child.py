@@ -1,0 +1,116 @@
+"""The child process of one sweep cell: create the context, time the tests, report JSON lines.
+
+Run as `python -m llamabench.bench.child` with a job on stdin. Every message is one JSON object
+on stdout, flushed at once, so the parent keeps what was measured even if this process dies.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from .. import sysinfo
+from ..errors import LlamabenchError
+from ..footprint import CacheSettings
+
+
+def emit(event: str, **data) -> None:
+    sys.stdout.write(json.dumps({"event": event, **data}) + "\n")
+    sys.stdout.flush()
+
+
+def run_job(job: dict) -> None:
+    from ..engine import Session
+
+    cell = job["cell"]
+    settings = CacheSettings(n_ctx=cell["n_ctx"], type_k=cell["type_k"], type_v=cell["type_v"],
+                             flash_attn=cell["flash_attn"], n_batch=cell["n_batch"], n_ubatch=cell["n_ubatch"])
+    rss_before = sysinfo.process_rss_bytes()
+    gpu_before = sysinfo.gpu_used_bytes()
+    start = time.perf_counter()
+    try:
+        session = Session(job["path"], settings, n_gpu_layers=cell["n_gpu_layers"], n_threads=cell["n_threads"])
+    except LlamabenchError as exc:
+        emit("failed", reason=str(exc))
+        return
+    emit("alloc", allocations=session.allocations.to_dict(), model_size_bytes=session.model_size_bytes,
+         n_params=session.n_params, model_desc=session.model_desc, n_ctx=session.n_ctx,
+         rss_before_bytes=rss_before, rss_after_bytes=sysinfo.process_rss_bytes(),
+         gpu_used_before_bytes=gpu_before, gpu_used_after_bytes=sysinfo.gpu_used_bytes(),
+         create_seconds=time.perf_counter() - start)
+
+    repetitions = job["repetitions"]
+    tests = job["tests"]
+    with session:
+        depths = sorted({t["depth"] for t in tests})
+        snap = session.snapshot()
+        for depth in depths:
+            session.restore(snap)
+            need = depth - session.position
+            if need > 0:
+                fill_start = time.perf_counter()
+                done = 0
+
+                def on_chunk(n, _need=need, _start=fill_start, _depth=depth):
+                    nonlocal done
+                    done += n
+                    emit("fill", depth=_depth, done=done, total=_need, seconds=time.perf_counter() - _start)
+
+                try:
+                    session.decode(need, on_chunk=on_chunk)
+                except LlamabenchError as exc:
+                    for t in tests:
+                        if t["depth"] >= depth:
+                            emit("test_failed", name=t["name"], reason=f"filling to depth {depth}: {exc}")
+                    return
+            snap = session.snapshot()
+            for t in (t for t in tests if t["depth"] == depth):
+                if depth + t["n_tokens"] > session.n_ctx:
+                    emit("test_failed", name=t["name"],
+                         reason=f"depth {depth} + {t['n_tokens']} tokens exceeds n_ctx {session.n_ctx}")
+                    continue
+                run = session.decode if t["kind"] == "pp" else session.generate
+                warmup = min(session.n_batch, t["n_tokens"]) if t["kind"] == "pp" else 1
+                try:
+                    session.restore(snap)
+                    run(warmup)
+                    samples = []
+                    for _ in range(repetitions):
+                        session.restore(snap)
+                        t0 = time.perf_counter_ns()
+                        run(t["n_tokens"])
+                        samples.append(time.perf_counter_ns() - t0)
+                except LlamabenchError as exc:
+                    emit("test_failed", name=t["name"], reason=str(exc))
+                    continue
+                emit("test", name=t["name"], samples_ns=samples)
+            session.restore(snap)
+
+
+def _die_with_parent() -> None:
+    """Linux: end this child when the parent sweep dies (it runs in its own session)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL("libc.so.6").prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        except OSError:
+            pass
+
+
+def main() -> int:
+    _die_with_parent()
+    job = json.loads(sys.stdin.read())
+    try:
+        run_job(job)
+    except Exception as exc:  # report, then let the parent record the failure
+        emit("failed", reason=f"{type(exc).__name__}: {exc}")
+        return 1
+    emit("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""The versions block of every record: llamabench, llama_cpp, gguf and the git commit."""
+
+from __future__ import annotations
+
+import subprocess
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from . import __version__
+
+
+def _dist_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True, timeout=5).stdout.strip()
+    return out.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def versions_block() -> dict:
+    return {
+        "llamabench": __version__,
+        "llama_cpp_python": _dist_version("llama_cpp_python") or _dist_version("llama-cpp-python"),
+        "gguf": _dist_version("gguf"),
+        "git_commit": git_commit(),
+    }

@@ -1,0 +1,90 @@
+"""`llamabench bench` on real llama.cpp with twins: records, failures, kill and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from llamabench.bench.results import read_records
+from llamabench.cli import main
+
+MIB = 2**20
+
+
+def bench(tmp_path, *argv) -> list[dict]:
+    results = tmp_path / "results.jsonl"
+    assert main(["bench", *argv, "--results", str(results), "-o", "jsonl"]) == 0
+    return read_records(results)
+
+
+def test_hybrid_record_matches_theory(tmp_path, capsys):
+    records = bench(tmp_path, "qwen3-5-35b-a3b", "-c", "2048", "-p", "16", "-n", "2", "-d", "0,64", "-r", "2", "-t", "2")
+    assert [r["test"] for r in records] == ["pp16", "tg2", "pp16 @ d64", "tg2 @ d64"]
+    for r in records:
+        assert r["status"] == "ok", r["reason"]
+        assert r["theory"]["kv_bytes"] == 10 * 2 * 256 * 2 * 2 * 2048
+        assert r["theory"]["recurrent_state_bytes"] == 65_863_680
+        assert r["diff"]["kv_match"] and r["diff"]["recurrent_match"]
+        assert r["llama_cpp"]["kv_caches"][0]["size_mib"] == 40.0
+        assert r["llama_cpp"]["recurrent"][0]["size_mib"] == 62.81
+        assert len(r["samples_ns"]) == 2 and all(ns > 0 for ns in r["samples_ns"])
+        assert r["avg_ts"] > 0 and r["stddev_ts"] >= 0
+        assert r["memory"]["rss_delta_bytes"] > 0
+        assert r["memory"]["gpu_note"]  # no NVML here: said, not invented
+        assert set(r["versions"]) >= {"llamabench", "llama_cpp_python", "gguf", "git_commit"}
+        assert set(r["machine"]) >= {"cpu", "ram_bytes", "gpu", "os"}
+    out = capsys.readouterr().out
+    assert '"test": "pp16 @ d64"' in out
+
+
+def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path):
+    records = bench(tmp_path, "qwen3-30b-a3b", "-c", "16777216,1024", "-ctv", "f16,q8_0", "-fa", "off",
+                    "-p", "16", "-n", "2", "-r", "1", "-t", "2")
+    by_cell = {}
+    for r in records:
+        p = r["params"]
+        by_cell.setdefault((p["n_ctx"], p["type_v"]), []).append(r)
+    assert len(records) == 8
+    for (n_ctx, type_v), rs in by_cell.items():
+        statuses = {r["status"] for r in rs}
+        if type_v == "q8_0":
+            assert statuses == {"failed"}
+            assert all("quantized V cache requires flash_attn" in r["reason"] for r in rs)
+        elif n_ctx == 16777216:
+            assert statuses == {"failed"}
+            assert all("failed to allocate" in r["reason"] for r in rs), rs[0]["reason"]
+        else:
+            assert statuses == {"ok"}  # the cell after the failures still ran
+
+
+def test_killed_sweep_resumes_with_every_test_once(tmp_path):
+    results = tmp_path / "killed.jsonl"
+    argv = [sys.executable, "-m", "llamabench.cli", "bench", "qwen3-30b-a3b", "-c", "1024,1280,1536,1792",
+            "-p", "16", "-n", "2", "-r", "1", "-t", "1", "--results", str(results), "-o", "jsonl"]
+    env = dict(os.environ)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(read_records(results)) < 3:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = read_records(results)
+    assert 3 <= len(before) < 8, "the kill should land mid-sweep"
+    done = subprocess.run(argv + ["--resume"], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    after = read_records(results)
+    keys = [r["key"] for r in after]
+    assert len(keys) == 8 and len(set(keys)) == 8
+    assert [r["key"] for r in after[: len(before)]] == [r["key"] for r in before]  # nothing lost or rewritten
+    assert "already there (--resume)" in done.stderr
+
+
+def test_dry_run_prints_the_plan(capsys):
+    assert main(["bench", "qwen3-5-35b-a3b", "-c", "4096,8192", "-d", "0,1024", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "2 cells x 4 tests" in out and "pp512 @ d1024" in out
