@@ -10,7 +10,7 @@ import sys
 from . import __version__
 from .errors import LlamabenchError
 
-COMMANDS = ("inspect", "twin", "verify", "bench", "demo")
+COMMANDS = ("inspect", "twin", "verify", "bench", "fit", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" (hint: {exc.hint})" if exc.hint else ""
         print(f"llamabench: error: {exc}{hint}", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
+    except BrokenPipeError:  # e.g. `llamabench inspect ... | head`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("llamabench: interrupted", file=sys.stderr)
         return 130

@@ -78,10 +78,11 @@ def supports_gpu_offload() -> bool:
     return bool(_llama().llama_supports_gpu_offload())
 
 
-def _model_params(*, n_gpu_layers: int, no_alloc: bool):
+def _model_params(*, n_gpu_layers: int, no_alloc: bool, extra_bufts: bool = True):
     lc = _llama()
     params = lc.llama_model_default_params()
     params.n_gpu_layers = n_gpu_layers
+    params.use_extra_bufts = extra_bufts  # off: no repacked second copy of the weights (AMX, CPU_REPACK)
     if no_alloc:
         params.no_alloc = True
         params.load_mode = lc.LLAMA_LOAD_MODE_NONE  # mmap asserts under no_alloc
@@ -141,29 +142,48 @@ def dry_run(path: str, settings: CacheSettings, *, n_gpu_layers: int = 0) -> Dry
 
 def dry_run_many(path: str, settings_list: list[CacheSettings], *, n_gpu_layers: int = 0) -> list[DryRun]:
     """One no_alloc model load, then one dry-run context per settings (in order)."""
-    lc = _llama()
-    results = []
-    with captured_log() as lines:
-        model = lc.llama_model_load_from_file(os.fsencode(path), _model_params(n_gpu_layers=n_gpu_layers, no_alloc=True))
-        if not model:
-            raise EngineError(f"{path}: llama.cpp could not load the model ({_reason(lines, 'no reason logged')})")
-        try:
-            size, n_params = lc.llama_model_size(model), lc.llama_model_n_params(model)
-            load_log = "".join(lines)
-            for settings in settings_list:
-                lines.clear()
-                ctx = lc.llama_init_from_model(model, _context_params(settings))
-                if not ctx:
-                    raise EngineError(f"{path}: llama.cpp could not create the context ({_reason(lines, 'no reason logged')})")
-                try:
-                    n_ctx, n_ctx_seq, n_seq = lc.llama_n_ctx(ctx), lc.llama_n_ctx_seq(ctx), lc.llama_n_seq_max(ctx)
-                finally:
-                    lc.llama_free(ctx)
-                log = load_log + "".join(lines)
-                results.append(DryRun(parse_allocations(log), int(size), int(n_params), int(n_ctx), int(n_ctx_seq), int(n_seq), log))
-        finally:
-            lc.llama_model_free(model)
-    return results
+    with DryRunModel(path, n_gpu_layers=n_gpu_layers) as model:
+        return [model.context(settings) for settings in settings_list]
+
+
+class DryRunModel:
+    """A model loaded with no_alloc, for many dry-run contexts (about 0.1 s each)."""
+
+    def __init__(self, path: str, *, n_gpu_layers: int = 0):
+        lc = _llama()
+        self._lc = lc
+        self.path = path
+        with captured_log() as lines:
+            self._model = lc.llama_model_load_from_file(os.fsencode(path), _model_params(n_gpu_layers=n_gpu_layers, no_alloc=True))
+            if not self._model:
+                raise EngineError(f"{path}: llama.cpp could not load the model ({_reason(lines, 'no reason logged')})")
+            self.load_log = "".join(lines)
+        self.size = int(lc.llama_model_size(self._model))
+        self.n_params = int(lc.llama_model_n_params(self._model))
+
+    def context(self, settings: CacheSettings) -> DryRun:
+        lc = self._lc
+        with captured_log() as lines:
+            ctx = lc.llama_init_from_model(self._model, _context_params(settings))
+            if not ctx:
+                raise EngineError(f"{self.path}: llama.cpp could not create the context ({_reason(lines, 'no reason logged')})")
+            try:
+                n_ctx, n_ctx_seq, n_seq = lc.llama_n_ctx(ctx), lc.llama_n_ctx_seq(ctx), lc.llama_n_seq_max(ctx)
+            finally:
+                lc.llama_free(ctx)
+            log = self.load_log + "".join(lines)
+        return DryRun(parse_allocations(log), self.size, self.n_params, int(n_ctx), int(n_ctx_seq), int(n_seq), log)
+
+    def close(self) -> None:
+        if self._model:
+            self._lc.llama_model_free(self._model)
+            self._model = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def smoke_decode(path: str, *, n_ctx: int = 512, n_tokens: int = 8, settings: CacheSettings | None = None) -> int:
@@ -197,14 +217,16 @@ def smoke_decode(path: str, *, n_ctx: int = 512, n_tokens: int = 8, settings: Ca
 class Session:
     """A real model and context (weights loaded, KV allocated), for timed decoding in this process."""
 
-    def __init__(self, path: str, settings: CacheSettings, *, n_gpu_layers: int = 0, n_threads: int | None = None):
+    def __init__(self, path: str, settings: CacheSettings, *, n_gpu_layers: int = 0, n_threads: int | None = None,
+                 extra_bufts: bool = True):
         lc = _llama()
         self._lc = lc
         self.settings = settings
         self._model = None
         self._ctx = None
         with captured_log() as lines:
-            self._model = lc.llama_model_load_from_file(os.fsencode(path), _model_params(n_gpu_layers=n_gpu_layers, no_alloc=False))
+            self._model = lc.llama_model_load_from_file(
+                os.fsencode(path), _model_params(n_gpu_layers=n_gpu_layers, no_alloc=False, extra_bufts=extra_bufts))
             if not self._model:
                 raise EngineError(f"llama.cpp could not load {path} ({_reason(lines, 'no reason logged')})")
             self._ctx = lc.llama_init_from_model(self._model, _context_params(settings, n_threads=n_threads))

@@ -16,6 +16,9 @@ from . import cache_types
 from .errors import UsageError
 from .layout import LayerGeometry, ModelGeometry
 
+# llm_arch_supports_rs_rollback (src/llama-arch.cpp): elsewhere llama.cpp resets n_rs_seq to 0
+RS_ROLLBACK_ARCHITECTURES = frozenset({"qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe",
+                                       "kimi-k3", "qwen4exp", "deepseek4", "glm5-next", "bailingmoe3"})
 KV_PAD = 256  # llama.cpp pads n_ctx, n_ctx_seq and the SWA cache to 256 cells
 LLAMA_MAX_SEQ = 256
 
@@ -114,6 +117,11 @@ def context_shape(geometry: ModelGeometry, s: CacheSettings) -> ContextShape:
     return ContextShape(n_ctx, n_ctx_seq, n_stream, n_batch, n_ubatch, swa_cells)
 
 
+def _recurrent_rows(geometry: ModelGeometry, settings: CacheSettings) -> int:
+    n_rs_seq = settings.n_rs_seq if geometry.architecture in RS_ROLLBACK_ARCHITECTURES else 0
+    return max(1, settings.n_seq) * (1 + n_rs_seq)
+
+
 def _layer_row_bytes(layer: LayerGeometry, geometry: ModelGeometry, s: CacheSettings) -> tuple[int, int]:
     """Bytes of one cell's K row and V row in this layer (V padded to the widest layer when V is transposed)."""
     k = cache_types.row_bytes(s.type_k, layer.k_width)
@@ -151,7 +159,7 @@ def compute_footprint(geometry: ModelGeometry, settings: CacheSettings) -> Footp
     full_gqa = (ref_k + ref_v) * len(geometry.mixer_layers)
 
     recurrent = geometry.recurrent_layers
-    rows = max(1, settings.n_seq) * (1 + settings.n_rs_seq)
+    rows = _recurrent_rows(geometry, settings)
     r_bytes = geometry.recurrent_r_width * cache_types.F32_BYTES * rows * len(recurrent)
     s_bytes = geometry.recurrent_s_width * cache_types.F32_BYTES * rows * len(recurrent)
 
@@ -171,3 +179,22 @@ def compute_footprint(geometry: ModelGeometry, settings: CacheSettings) -> Footp
         n_swa_layers=n_swa,
         n_recurrent_layers=len(recurrent),
     )
+
+
+def per_layer_bytes(geometry: ModelGeometry, settings: CacheSettings) -> dict[int, int]:
+    """KV plus recurrent bytes held by each main layer at n_ctx (sums to kv_bytes + recurrent_state_bytes)."""
+    shape = context_shape(geometry, settings)
+    cells = shape.n_ctx_seq * shape.n_stream
+    swa_cells = shape.swa_cells * shape.n_stream
+    rows = _recurrent_rows(geometry, settings)
+    state = (geometry.recurrent_r_width + geometry.recurrent_s_width) * cache_types.F32_BYTES * rows
+    out = {}
+    for layer in geometry.layers:
+        total = 0
+        if layer.has_kv:
+            k, v = _layer_row_bytes(layer, geometry, settings)
+            total += (k + v) * (swa_cells if layer.is_swa else cells)
+        if layer.has_recurrent_state:
+            total += state
+        out[layer.index] = total
+    return out

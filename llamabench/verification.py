@@ -60,7 +60,7 @@ def compare(fp: Footprint, alloc: Allocations) -> list[Check]:
         checks.append(_mib_check("recurrent state", fp.recurrent_state_bytes, rec.size_mib if rec else None))
         checks.append(_mib_check("  R (conv)", fp.recurrent_r_bytes, rec.r_mib if rec else None))
         checks.append(_mib_check("  S (ssm)", fp.recurrent_s_bytes, rec.s_mib if rec else None))
-        want = f"{max(1, fp.settings.n_seq)} cells"
+        want = f"{max(1, fp.settings.n_seq)} cells"  # llama.cpp prints mem_size; n_rs_seq rows are extra
         got = f"{rec.cells} cells" if rec else "none"
         checks.append(Check("  shape", want, got, want == got, unit=""))
     return checks
@@ -86,10 +86,13 @@ def matrix_settings(has_swa: bool) -> list:
                 for swa_full in ((False, True) if has_swa else (False,)):
                     cells.append(CacheSettings(n_ctx=n_ctx, type_k=type_k, type_v=type_v, flash_attn=fa,
                                                n_seq=n_seq, kv_unified=unified, swa_full=swa_full))
+    # speculative-decoding snapshots: only some recurrent families keep n_rs_seq (llm_arch_supports_rs_rollback)
+    cells.append(CacheSettings(n_ctx=4096, n_seq=2, n_rs_seq=3))
     return cells
 
 
 def describe(settings) -> str:
     s = settings
     return (f"n_ctx={s.n_ctx} K={s.type_k} V={s.type_v} fa={'on' if s.flash_attn else 'off'} n_seq={s.n_seq}"
-            + (" unified" if s.kv_unified else "") + (" swa_full" if s.swa_full else ""))
+            + (" unified" if s.kv_unified else "") + (" swa_full" if s.swa_full else "")
+            + (f" n_rs_seq={s.n_rs_seq}" if s.n_rs_seq else ""))

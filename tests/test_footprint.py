@@ -104,6 +104,11 @@ CASES = [
     ("falcon-h1", "falcon-h1", FALCON_H1, CacheSettings(n_ctx=8192),
      dict(kv_bytes_per_token=4 * 2 * 64 * 4, recurrent_state_bytes=4 * (3 * (2048 + 256) + 128 * 2048) * 4),
      "every layer holds KV and a Mamba2 state"),
+    ("rs-seq-rollback-family", "qwen35moe", QWEN35MOE, CacheSettings(n_ctx=4096, n_seq=2, n_rs_seq=3),
+     dict(recurrent_state_bytes=65_863_680 * 2 * 4), "qwen35 keeps 1 + n_rs_seq state rows per sequence"),
+    ("rs-seq-ignored", "mamba2", MAMBA2, CacheSettings(n_ctx=4096, n_seq=2, n_rs_seq=3),
+     dict(recurrent_state_bytes=2 * 64 * (3 * (8192 + 2 * 8 * 128) + 128 * 8192) * 4),
+     "llama.cpp resets n_rs_seq to 0 where llm_arch_supports_rs_rollback is false"),
     ("fa-off-pads-v", "qwen3moe", QWEN3MOE, CacheSettings(n_ctx=4096, flash_attn=False),
      dict(kv_bytes_per_token=98304), "uniform V widths: transposed V needs no padding"),
 ]

@@ -40,52 +40,63 @@ def run_job(job: dict) -> None:
          gpu_used_before_bytes=gpu_before, gpu_used_after_bytes=sysinfo.gpu_used_bytes(),
          create_seconds=time.perf_counter() - start)
 
-    repetitions = job["repetitions"]
-    tests = job["tests"]
     with session:
-        depths = sorted({t["depth"] for t in tests})
+        measure_tests(session, job["tests"], job["repetitions"], emit)
+
+
+def measure_tests(session, tests: list[dict], repetitions: int, emit, *, refill: bool = False) -> None:
+    """Fill the context once and measure the depths in increasing order.
+
+    Before each test and each repetition the sequence is restored to the depth's snapshot, so every
+    repetition starts at the same depth. `refill=True` instead clears the context and fills from
+    zero for every depth, as llama-bench does (kept for benchmarks/depth_sweep.py).
+    """
+    depths = sorted({t["depth"] for t in tests})
+    snap = session.snapshot()
+    for depth in depths:
+        if refill:
+            session.clear()
+        else:
+            session.restore(snap)
+        need = depth - session.position
+        if need > 0:
+            fill_start = time.perf_counter()
+            done = 0
+
+            def on_chunk(n, _need=need, _start=fill_start, _depth=depth):
+                nonlocal done
+                done += n
+                emit("fill", depth=_depth, done=done, total=_need, seconds=time.perf_counter() - _start)
+
+            try:
+                session.decode(need, on_chunk=on_chunk)
+            except LlamabenchError as exc:
+                for t in tests:
+                    if t["depth"] >= depth:
+                        emit("test_failed", name=t["name"], reason=f"filling to depth {depth}: {exc}")
+                return
         snap = session.snapshot()
-        for depth in depths:
-            session.restore(snap)
-            need = depth - session.position
-            if need > 0:
-                fill_start = time.perf_counter()
-                done = 0
-
-                def on_chunk(n, _need=need, _start=fill_start, _depth=depth):
-                    nonlocal done
-                    done += n
-                    emit("fill", depth=_depth, done=done, total=_need, seconds=time.perf_counter() - _start)
-
-                try:
-                    session.decode(need, on_chunk=on_chunk)
-                except LlamabenchError as exc:
-                    for t in tests:
-                        if t["depth"] >= depth:
-                            emit("test_failed", name=t["name"], reason=f"filling to depth {depth}: {exc}")
-                    return
-            snap = session.snapshot()
-            for t in (t for t in tests if t["depth"] == depth):
-                if depth + t["n_tokens"] > session.n_ctx:
-                    emit("test_failed", name=t["name"],
-                         reason=f"depth {depth} + {t['n_tokens']} tokens exceeds n_ctx {session.n_ctx}")
-                    continue
-                run = session.decode if t["kind"] == "pp" else session.generate
-                warmup = min(session.n_batch, t["n_tokens"]) if t["kind"] == "pp" else 1
-                try:
+        for t in (t for t in tests if t["depth"] == depth):
+            if depth + t["n_tokens"] > session.n_ctx:
+                emit("test_failed", name=t["name"],
+                     reason=f"depth {depth} + {t['n_tokens']} tokens exceeds n_ctx {session.n_ctx}")
+                continue
+            run = session.decode if t["kind"] == "pp" else session.generate
+            warmup = min(session.n_batch, t["n_tokens"]) if t["kind"] == "pp" else 1
+            try:
+                session.restore(snap)
+                run(warmup)
+                samples = []
+                for _ in range(repetitions):
                     session.restore(snap)
-                    run(warmup)
-                    samples = []
-                    for _ in range(repetitions):
-                        session.restore(snap)
-                        t0 = time.perf_counter_ns()
-                        run(t["n_tokens"])
-                        samples.append(time.perf_counter_ns() - t0)
-                except LlamabenchError as exc:
-                    emit("test_failed", name=t["name"], reason=str(exc))
-                    continue
-                emit("test", name=t["name"], samples_ns=samples)
-            session.restore(snap)
+                    t0 = time.perf_counter_ns()
+                    run(t["n_tokens"])
+                    samples.append(time.perf_counter_ns() - t0)
+            except LlamabenchError as exc:
+                emit("test_failed", name=t["name"], reason=str(exc))
+                continue
+            emit("test", name=t["name"], samples_ns=samples)
+        session.restore(snap)
 
 
 def _die_with_parent() -> None:

@@ -14,6 +14,7 @@ class TwinContext:
     architecture: str
     keys: Mapping[str, object]  # the twin's GGUF keys (full names)
     geometry: ModelGeometry
+    n_vocab_override: int | None = None  # shape twins carry the real vocabulary size
 
     def get(self, suffix: str, default=None):
         return self.keys.get(f"{self.architecture}.{suffix}", default)
@@ -32,7 +33,7 @@ class TwinContext:
 
     @property
     def n_vocab(self) -> int:
-        return N_VOCAB
+        return self.n_vocab_override or N_VOCAB
 
     @property
     def n_head(self) -> int:

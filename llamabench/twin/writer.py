@@ -72,13 +72,15 @@ def _add_key(writer: GGUFWriter, key: str, value) -> None:
         raise LlamabenchError(f"twin key {key}: cannot write a {type(value).__name__}")
 
 
-def _add_vocab(writer: GGUFWriter) -> None:
-    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+def _add_vocab(writer: GGUFWriter, n_vocab: int = N_VOCAB) -> None:
+    """A byte-level SPM vocabulary, padded with plain tokens up to n_vocab."""
+    extra = max(0, n_vocab - N_VOCAB)
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + [f"<t{i}>" for i in range(extra)]
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)
     writer.add_token_scores([0.0] * len(tokens))
-    # token types: 2 unknown, 3 control, 6 byte
-    writer.add_token_types([2, 3, 3] + [6] * 256)
+    # token types: 1 normal, 2 unknown, 3 control, 6 byte
+    writer.add_token_types([2, 3, 3] + [6] * 256 + [1] * extra)
     writer.add_unk_token_id(0)
     writer.add_bos_token_id(1)
     writer.add_eos_token_id(2)
@@ -108,6 +110,7 @@ def write_gguf(
     *,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    n_vocab: int = N_VOCAB,
 ) -> int:
     """Write the file; returns its size in bytes (apparent size: zero tensors are holes)."""
     path = Path(path)
@@ -122,7 +125,7 @@ def write_gguf(
         if key == "general.architecture":
             continue
         _add_key(writer, key, value)
-    _add_vocab(writer)
+    _add_vocab(writer, n_vocab)
     for spec in tensors:
         numpy_shape = tuple(reversed(spec.shape))
         writer.add_tensor_info(spec.name, numpy_shape, np.dtype(np.float32), spec.n_bytes, raw_dtype=_TYPES[spec.dtype])

@@ -1,0 +1,65 @@
+"""Depth sweep: incremental fill (what `llamabench bench` does) against refilling from zero per depth.
+
+Both strategies run the same tests (tg16 at each depth, 1 repetition) through the same code
+(`llamabench.bench.child.measure_tests`) on the same context; only the fill differs. Prints the
+wall time of each and their ratio.
+
+    .venv/bin/python benchmarks/depth_sweep.py [--model qwen3-30b-a3b] [--depths 0,2048,4096,8192]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from llamabench import catalog
+from llamabench.bench.child import measure_tests
+from llamabench.bench.plan import SweepSpec, tests
+from llamabench.engine import Session
+from llamabench.footprint import CacheSettings
+from llamabench.twin.build import write_twin
+
+
+def run(path: str, n_ctx: int, depths: tuple[int, ...], n_gen: int, threads: int, refill: bool) -> tuple[float, int]:
+    spec = SweepSpec(n_prompt=(0,), n_gen=(n_gen,), depths=depths, repetitions=1)
+    plan = [{"name": t.name, "kind": t.kind, "n_tokens": t.n_tokens, "depth": t.depth} for t in tests(spec)]
+    filled = 0
+
+    def emit(event, **data):
+        nonlocal filled
+        if event == "fill" and data["done"] == data["total"]:
+            filled += data["total"]
+        if event == "test_failed":
+            raise RuntimeError(data["reason"])
+
+    with Session(path, CacheSettings(n_ctx=n_ctx), n_threads=threads) as session:
+        t0 = time.perf_counter()
+        measure_tests(session, plan, 1, emit, refill=refill)
+        return time.perf_counter() - t0, filled
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="qwen3-30b-a3b")
+    ap.add_argument("--depths", default="0,2048,4096,8192")
+    ap.add_argument("-n", type=int, default=16)
+    ap.add_argument("-t", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    depths = tuple(int(d) for d in args.depths.split(","))
+    n_ctx = max(depths) + 1024
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(write_twin(catalog.get_entry(args.model).metadata, Path(tmp) / "twin.gguf").path)
+        incremental, inc_tokens = run(path, n_ctx, depths, args.n, args.t, refill=False)
+        refill, ref_tokens = run(path, n_ctx, depths, args.n, args.t, refill=True)
+    print(f"\n{args.model} twin, depths {args.depths}, tg{args.n} at each, n_ctx {n_ctx}, {args.t} threads")
+    print(f"{'strategy':<22} {'tokens filled':>14} {'wall s':>9}")
+    print(f"{'incremental (bench)':<22} {inc_tokens:>14} {incremental:>9.1f}")
+    print(f"{'refill from zero':<22} {ref_tokens:>14} {refill:>9.1f}")
+    print(f"refill / incremental = {refill / incremental:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""Does it fit? Weights on the card + KV + recurrent state + compute buffer + reserve, per placement.
+
+Pure: the compute buffer comes in through a callable (llama.cpp's dry-run figure, measured
+elsewhere); everything else is arithmetic on the weights breakdown and the footprint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from .footprint import KV_PAD, CacheSettings, compute_footprint, per_layer_bytes
+from .layout import ModelGeometry
+from .weights import WeightsBreakdown
+
+# least quality given up first
+QUALITY_ORDER = ("f32", "bf16", "f16", "q8_0", "q5_1", "q5_0", "q4_1", "iq4_nl", "q4_0")
+
+
+@dataclass(frozen=True)
+class Placement:
+    kind: str  # "all" (every layer on the card), "n_cpu_moe", "ngl", or "ram" (everything in system RAM)
+    value: int = 0
+
+    def n_gpu_layers(self, n_layer_all: int) -> int:
+        return self.value if self.kind == "ngl" else n_layer_all + 1
+
+    @property
+    def n_cpu_moe(self) -> int:
+        return self.value if self.kind == "n_cpu_moe" else 0
+
+    def describe(self, n_layer_all: int) -> str:
+        if self.kind == "all":
+            return "all layers on the card"
+        if self.kind == "ram":
+            return "everything in system RAM"
+        if self.kind == "n_cpu_moe":
+            return f"experts of layers 0-{self.value - 1} in RAM (--n-cpu-moe {self.value})"
+        return f"{self.value} of {n_layer_all + 1} layers on the card (-ngl {self.value})"
+
+    @property
+    def rank(self) -> int:
+        return {"all": 0, "ram": 0, "n_cpu_moe": 1, "ngl": 2}[self.kind]
+
+
+@dataclass(frozen=True)
+class Parts:
+    weights: int
+    kv: int
+    recurrent: int
+    compute: int
+    reserve: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.kv + self.recurrent + self.compute + self.reserve
+
+
+@dataclass(frozen=True)
+class FitRow:
+    budget_label: str
+    budget_bytes: int
+    settings: CacheSettings
+    placement: Placement
+    parts: Parts
+    max_n_ctx: int  # largest n_ctx (multiple of 256) that fits with this placement, 0 if none
+
+    @property
+    def fits(self) -> bool:
+        return self.parts.total <= self.budget_bytes
+
+    @property
+    def short_by(self) -> int:
+        return max(0, self.parts.total - self.budget_bytes)
+
+
+class Fitter:
+    def __init__(self, geometry: ModelGeometry, weights: WeightsBreakdown, compute_bytes: Callable[[CacheSettings], int],
+                 *, reserve: int, ram_mode: bool = False):
+        self.geometry = geometry
+        self.weights = weights
+        self.compute_bytes = compute_bytes
+        self.reserve = reserve
+        self.ram_mode = ram_mode
+        self.n_layer_all = weights.n_layer
+
+    def parts(self, settings: CacheSettings, placement: Placement, compute: int | None = None) -> Parts:
+        if self.ram_mode:
+            weights = self.weights.total_bytes
+        else:
+            weights = self.weights.on_card(n_gpu_layers=placement.n_gpu_layers(self.n_layer_all),
+                                           n_cpu_moe=placement.n_cpu_moe)
+        fp = compute_footprint(self.geometry, settings)
+        if placement.kind == "ngl":
+            start = max(self.n_layer_all + 1 - placement.value, 0)
+            on_card = sum(n for il, n in per_layer_bytes(self.geometry, settings).items() if il >= start)
+            kv = round(on_card * fp.kv_bytes / max(1, fp.kv_bytes + fp.recurrent_state_bytes))
+            recurrent = on_card - kv
+        else:
+            kv, recurrent = fp.kv_bytes, fp.recurrent_state_bytes
+        return Parts(weights, kv, recurrent, self.compute_bytes(settings) if compute is None else compute, self.reserve)
+
+    def _fits(self, budget: int, settings: CacheSettings, placement: Placement) -> bool:
+        return self.parts(settings, placement).total <= budget
+
+    def max_n_ctx(self, budget: int, settings: CacheSettings, placement: Placement) -> int:
+        """Largest n_ctx (a multiple of 256, up to the trained length) whose total fits, by dry runs.
+
+        The compute buffer grows with n_ctx, so compute(256) bounds it from below and compute(n_upper)
+        from above for every n <= n_upper: two cheap arithmetic searches bracket the answer, and real
+        dry runs settle the few steps in between.
+        """
+        hi = max(KV_PAD, self.geometry.n_ctx_train // KV_PAD * KV_PAD)
+        at = lambda n: replace(settings, n_ctx=n)  # noqa: E731
+
+        def largest(ok, lo_steps: int, hi_steps: int) -> int:
+            """Largest step in [lo_steps, hi_steps] with ok(step * 256), given ok(lo_steps); monotone."""
+            while hi_steps > lo_steps:
+                mid = (lo_steps + hi_steps + 1) // 2
+                if ok(mid * KV_PAD):
+                    lo_steps = mid
+                else:
+                    hi_steps = mid - 1
+            return lo_steps
+
+        def fits_with(compute: int):
+            return lambda n: self.parts(at(n), placement, compute).total <= budget
+
+        c_low = self.compute_bytes(at(KV_PAD))
+        if not fits_with(c_low)(KV_PAD):
+            return 0
+        upper = largest(fits_with(c_low), 1, hi // KV_PAD)  # no n above this can fit
+        c_up = self.compute_bytes(at(upper * KV_PAD))
+        lower = largest(fits_with(c_up), 1, upper) if fits_with(c_up)(KV_PAD) else 1
+        if not self._fits(budget, at(lower * KV_PAD), placement):
+            return 0
+        return largest(lambda n: self._fits(budget, at(n), placement), lower, upper) * KV_PAD
+
+    def _row(self, label: str, budget: int, settings: CacheSettings, placement: Placement) -> FitRow:
+        return FitRow(label, budget, settings, placement, self.parts(settings, placement),
+                      self.max_n_ctx(budget, settings, placement))
+
+    def rows(self, label: str, budget: int, settings: CacheSettings) -> list[FitRow]:
+        """All on the card; if that misses, the fewest expert layers in RAM and the most layers on the card that fit."""
+        if self.ram_mode:
+            return [self._row(label, budget, settings, Placement("ram"))]
+        rows = [self._row(label, budget, settings, Placement("all"))]
+        if rows[0].fits:
+            return rows
+        if self.weights.has_experts():
+            n = self._smallest(lambda k: self._fits(budget, settings, Placement("n_cpu_moe", k)), self.n_layer_all)
+            rows.append(self._row(label, budget, settings, Placement("n_cpu_moe", n if n is not None else self.n_layer_all)))
+        k = self._largest(lambda k: self._fits(budget, settings, Placement("ngl", k)), self.n_layer_all, lowest=1)
+        rows.append(self._row(label, budget, settings, Placement("ngl", k if k is not None else 1)))
+        return rows
+
+    @staticmethod
+    def _smallest(ok: Callable[[int], bool], n_max: int) -> int | None:
+        """Smallest k in 1..n_max with ok(k), ok monotone rising; None if none."""
+        if not ok(n_max):
+            return None
+        lo, hi = 0, n_max  # ok(hi), not known for lo
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+    @staticmethod
+    def _largest(ok: Callable[[int], bool], n_max: int, lowest: int = 0) -> int | None:
+        """Largest k in lowest..n_max with ok(k), ok monotone falling; None if none."""
+        if not ok(lowest):
+            return None
+        lo, hi = lowest, n_max + 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+
+def recommend(rows: list[FitRow]) -> FitRow | None:
+    """The fitting row that gives up the least: better KV type first, then all-on-card, experts, fewer layers."""
+    fitting = [r for r in rows if r.fits]
+    if not fitting:
+        return None
+
+    def quality(row: FitRow) -> tuple:
+        s = row.settings
+        rank = lambda t: QUALITY_ORDER.index(t) if t in QUALITY_ORDER else len(QUALITY_ORDER)  # noqa: E731
+        return (rank(s.type_k) + rank(s.type_v), row.placement.rank, row.placement.n_cpu_moe, -row.placement.value)
+
+    return min(fitting, key=quality)

@@ -1,0 +1,77 @@
+"""Full-size shape twins: a real model's every tensor shape and its real vocabulary, all data zero.
+
+llama.cpp's no_alloc dry run never reads tensor data, so this file (sparse: its zero tensors are
+holes, a few MB on disk) gives llama.cpp's real compute-buffer figure for a model we have only the
+metadata of, and the parameter count of every tensor class.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ..errors import BadModelFile
+from ..layout import geometry_from_metadata
+from ..metadata import ModelMetadata
+from ..paths import cache_dir
+from . import build, context, writer
+from .build import family_for
+from .context import TwinContext
+from .writer import TensorSpec, write_gguf
+
+
+def shape_keys(meta: ModelMetadata, family) -> dict:
+    arch = meta.architecture
+    keys = {k: v for k, v in meta.keys.items() if k.startswith(arch + ".")}
+    keys["general.architecture"] = arch
+    keys["general.name"] = f"{meta.display_name} shape twin"
+    keys["general.type"] = "model"
+    keys.setdefault(f"{arch}.attention.layer_norm_rms_epsilon", 1e-6)
+    keys.setdefault(f"{arch}.rope.freq_base", 10000.0)
+    if hasattr(family, "adjust_keys"):
+        saved_embd, saved_ff = keys.get(f"{arch}.embedding_length"), keys.get(f"{arch}.feed_forward_length")
+        family.adjust_keys(keys, arch)
+        # families shrink for small twins; a shape twin keeps the real sizes
+        keys[f"{arch}.embedding_length"] = saved_embd
+        if saved_ff is not None:
+            keys[f"{arch}.feed_forward_length"] = saved_ff
+    return keys
+
+
+def _zeroed(spec: TensorSpec) -> TensorSpec:
+    dtype = spec.dtype
+    if dtype == "f16" and len(spec.shape) >= 2 and spec.shape[0] % 32 == 0:
+        dtype = "q4_0"  # keeps the apparent file size near a 4-bit quant
+    return dataclasses.replace(spec, dtype=dtype, fill="zeros")
+
+
+def vocab_size(meta: ModelMetadata) -> int:
+    n = meta.arch_key("vocab_size")
+    if not isinstance(n, int) or n < 259:
+        raise BadModelFile(f"{meta.source}: a shape twin needs {meta.architecture}.vocab_size (the real vocabulary size)")
+    return n
+
+
+def write_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike) -> Path:
+    family = family_for(meta.architecture)
+    keys = shape_keys(meta, family)
+    n_vocab = vocab_size(meta)
+    twin_meta = ModelMetadata(source=str(out_path), architecture=meta.architecture, keys=keys)
+    ctx = TwinContext(meta.architecture, keys, geometry_from_metadata(twin_meta), n_vocab_override=n_vocab)
+    specs = [_zeroed(s) for s in family.tensors(ctx)]
+    write_gguf(out_path, meta.architecture, keys, specs, n_vocab=n_vocab)
+    return Path(out_path)
+
+
+def cached_shape_twin(meta: ModelMetadata, label: str) -> Path:
+    files = [build.__file__, context.__file__, writer.__file__, __file__, family_for(meta.architecture).__file__]
+    digest = hashlib.sha256(
+        json.dumps(sorted(meta.keys.items()), default=str).encode() + b"".join(Path(f).read_bytes() for f in files)
+    ).hexdigest()[:10]
+    path = cache_dir() / "shape-twins" / f"{label}-{digest}.gguf"
+    if not path.exists():
+        write_shape_twin(meta, path)
+    return path

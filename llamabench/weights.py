@@ -1,0 +1,91 @@
+"""Where the weights are: tensor infos grouped per layer and per class. Pure.
+
+Classes follow what people move between the card and system RAM: routed experts (llama.cpp's
+--n-cpu-moe), everything of a layer (-ngl), the token embeddings (always in system RAM in
+llama.cpp: the input layer lives on the CPU) and the output head (on the card once -ngl exceeds
+the layer count).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .metadata import TensorInfo
+
+CLASSES = ("attention", "recurrent", "routed_experts", "shared_experts", "dense_ffn", "norms_other", "embeddings", "output")
+_LAYER = re.compile(r"^blk\.(\d+)\.(.+)$")
+_RECURRENT = ("ssm_", "shortconv", "attn_gate", "time_mix", "conv1d")
+
+
+def classify(name: str, recurrent_layer: bool = False) -> tuple[int | None, str]:
+    m = _LAYER.match(name)
+    if not m:
+        if name.startswith("token_embd.") and "norm" not in name:
+            return None, "embeddings"
+        return None, "output"
+    il, rest = int(m[1]), m[2]
+    if "_exps" in rest:  # what --n-cpu-moe moves: ffn_(gate|up|down|gate_up)_exps
+        return il, "routed_experts"
+    if "shexp" in rest:
+        return il, "shared_experts"
+    if rest.startswith(_RECURRENT) or (recurrent_layer and rest.startswith(("attn_qkv", "attn_gate"))):
+        return il, "recurrent"
+    if rest.startswith("attn_") and "norm" not in rest:
+        return il, "attention"
+    if rest.startswith("ffn_") and "norm" not in rest:
+        return il, "dense_ffn"
+    return il, "norms_other"
+
+
+@dataclass(frozen=True)
+class WeightsBreakdown:
+    per_layer: dict[int, dict[str, int]]
+    global_bytes: dict[str, int]
+    n_layer: int  # llama.cpp's n_layer_all (NextN layers included)
+    basis: str  # where the bytes come from, in words
+    params_per_layer: dict[int, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.global_bytes.values()) + sum(sum(c.values()) for c in self.per_layer.values())
+
+    def class_bytes(self, cls: str) -> int:
+        return self.global_bytes.get(cls, 0) + sum(c.get(cls, 0) for c in self.per_layer.values())
+
+    def on_card(self, *, n_gpu_layers: int, n_cpu_moe: int = 0) -> int:
+        """Bytes llama.cpp puts on the GPU for -ngl n_gpu_layers and --n-cpu-moe n_cpu_moe."""
+        start = max(self.n_layer + 1 - n_gpu_layers, 0)  # i_gpu_start in llama_model::load_tensors
+        total = 0
+        for il, classes in self.per_layer.items():
+            if il < start:
+                continue
+            for cls, n in classes.items():
+                if cls == "routed_experts" and il < n_cpu_moe:
+                    continue
+                total += n
+        if n_gpu_layers > 0 and start <= self.n_layer:
+            total += self.global_bytes.get("output", 0)
+        return total
+
+    def has_experts(self) -> bool:
+        return self.class_bytes("routed_experts") > 0
+
+
+def breakdown(tensors: tuple[TensorInfo, ...], n_layer: int, recurrent_layers: set[int], *, basis: str,
+              scale_to_bytes: int | None = None) -> WeightsBreakdown:
+    """Group tensor bytes; with scale_to_bytes, spread that total over tensors by element count."""
+    import numpy as np
+
+    per_layer: dict[int, dict[str, int]] = {}
+    global_bytes: dict[str, int] = {}
+    elements = {t.name: int(np.prod(t.shape, dtype=np.int64)) for t in tensors}
+    total_elements = sum(elements.values()) or 1
+    for t in tensors:
+        il, cls = classify(t.name)
+        if il is not None and il in recurrent_layers and cls == "attention":
+            cls = "recurrent" if t.name.split(".")[2].startswith(("attn_qkv", "attn_gate")) else cls
+        n = t.n_bytes if scale_to_bytes is None else round(scale_to_bytes * elements[t.name] / total_elements)
+        target = global_bytes if il is None else per_layer.setdefault(il, {})
+        target[cls] = target.get(cls, 0) + n
+    return WeightsBreakdown(per_layer, global_bytes, n_layer, basis)

@@ -1,0 +1,86 @@
+"""`llamabench fit` on twins: margins, the max-context search against real allocations, bad budgets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llamabench import catalog
+from llamabench.cli import main
+from llamabench.engine import Session
+from llamabench.footprint import CacheSettings
+from llamabench.twin.build import write_twin
+
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def twin_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fit") / "qwen3-30b-a3b-twin.gguf"
+    write_twin(catalog.get_entry("qwen3-30b-a3b").metadata, path)
+    return path
+
+
+def fit_json(capsys, *argv) -> dict:
+    assert main(["fit", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_fits_by_a_margin_and_misses_by_a_margin(twin_path, capsys):
+    # KV alone at 32768 f16 is 3 GiB for this geometry (98,304 B/token)
+    data = fit_json(capsys, str(twin_path), "--vram", "8GiB,2GiB", "--ctx", "32768", "-ctk", "f16", "-ctv", "f16")
+    by_budget = {}
+    for row in data["rows"]:
+        by_budget.setdefault(row["budget"], []).append(row)
+    big = by_budget["8GiB"][0]
+    assert big["fits"] and big["total_bytes"] < 8 * 2**30 - 3 * 2**30  # fits with more than 3 GiB to spare
+    assert big["kv_bytes"] == 98304 * 32768
+    small = by_budget["2GiB"][0]
+    assert small["placement"] == "all layers on the card"
+    assert not small["fits"] and small["short_by_bytes"] > 2**30  # misses: KV alone is over the budget
+    recs = {r["budget"]: r for r in data["recommendations"]}
+    assert recs["8GiB"]["fits"] and "-c 32768" in recs["8GiB"]["llama_cpp"]
+    assert recs["8GiB"]["row"]["placement"] == "all layers on the card"
+    assert recs["2GiB"]["row"]["placement"] != "all layers on the card"  # only fewer layers on the card fit
+
+
+def _allocated_bytes(path, n_ctx: int) -> int:
+    with Session(str(path), CacheSettings(n_ctx=n_ctx), extra_bufts=False, n_threads=1) as s:
+        a = s.allocations
+        mib = (sum(a.model_buffers_mib.values()) + a.kv_mib + a.recurrent_mib + sum(a.compute_buffers_mib.values())
+               + sum(a.output_buffers_mib.values()))
+    return round(mib * MIB)
+
+
+def test_max_context_search_agrees_with_real_allocations(twin_path, capsys):
+    budget = 300 * MIB
+    data = fit_json(capsys, str(twin_path), "--verify", "--ram", "300MiB", "--ctx", "2048", "-ctk", "f16", "-ctv", "f16")
+    assert data["verify"]["ok"], data["verify"]
+    found = data["rows"][0]["max_n_ctx"]
+    assert found > 2048
+    assert _allocated_bytes(twin_path, found) <= budget  # llama.cpp's own buffers at the found n_ctx
+    assert _allocated_bytes(twin_path, found + 256) > budget  # one step above is over
+
+
+def test_builtin_default_verdict_for_16_and_24_gb(capsys):
+    assert main(["fit", "qwen3-5-35b-a3b"]) == 0
+    out = capsys.readouterr().out
+    assert "16GiB (budget 16.00 GiB) at n_ctx 131072" in out and "24GiB (budget 24.00 GiB) at n_ctx 131072" in out
+    for label in ("weights", "KV", "recurrent", "compute", "reserve"):
+        assert f"  {label}" in out
+    assert "published Q4_K_M" in out and "dry run" in out and "512 MiB" in out
+    assert "--n-cpu-moe" in out  # 16 GB needs experts in RAM for 21 GB of weights
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--vram", "-3"], "must be positive"),
+    (["--vram", "lots"], "is not a size"),
+    (["--vram", "0"], "must be positive"),
+    (["--reserve", "a bit"], "is not a size"),
+    (["-ctk", "f16,q8_0", "-ctv", "f16,q8_0,q4_0"], "same length"),
+])
+def test_bad_budgets_get_one_line(argv, needle, capsys):
+    assert main(["fit", "qwen3-30b-a3b", *argv]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err
