@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from pathlib import Path
 import sys
 import time
 
@@ -52,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--verify", action="store_true",
                         help="create the recommended context for real and compare (GPU memory on CUDA; system RAM here)")
+    parser.add_argument("--results", type=Path, default=None, help="also append a fit record to this JSONL file")
     parser.add_argument("--ram", default=None, help="with --verify on a CPU build: the system-RAM budget (e.g. 8GiB)")
 
 
@@ -109,6 +111,12 @@ def run(args: argparse.Namespace) -> int:
     result = session.evaluate(budgets, contexts, pairs)
     result.seconds = time.perf_counter() - start
     verification = session.verify(result) if args.verify else None
+    if args.results:
+        from .. import records
+
+        model = records.model_block(resolved.label, resolved.metadata.display_name, result.architecture,
+                                    str(resolved.path) if resolved.path else None, False)
+        records.write(args.results, records.FIT_SCHEMA, model, {"fit": result.to_dict(), "verify": verification})
     if args.json:
         print(json.dumps(result.to_dict() | ({"verify": verification} if verification else {}), indent=2))
     else:

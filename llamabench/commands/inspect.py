@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from .. import model_source, options
 from ..inspection import Inspection, inspect
 from ..layout import LayerGeometry
-from ..tables import render_table
+from ..tables import compress_indices, render_table
 from ..units import mib, thousands
 
 HELP = "layer layout and theoretical KV / recurrent footprint from GGUF metadata"
@@ -22,33 +23,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", help="a GGUF file or a catalog id (see models.toml)")
     options.add_cache_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--results", type=Path, default=None, help="also append an inspect record to this JSONL file")
+
+
+def kv_curve(result: Inspection, points: int = 64) -> list[list[int]]:
+    """(n_ctx, KV bytes, recurrent bytes) from 256 up to the trained length, for plots."""
+    from dataclasses import replace
+
+    from ..footprint import compute_footprint
+
+    top = max(result.geometry.n_ctx_train, result.footprint.shape.n_ctx)
+    ctxs = sorted({max(256, round(top * i / points / 256) * 256) for i in range(1, points + 1)} | {result.footprint.shape.n_ctx})
+    out = []
+    for n in ctxs:
+        fp = compute_footprint(result.geometry, replace(result.footprint.settings, n_ctx=n))
+        out.append([fp.shape.n_ctx, fp.kv_bytes, fp.recurrent_state_bytes, fp.full_gqa_kv_bytes_per_token * fp.shape.n_ctx])
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     resolved = model_source.resolve(args.model)
     result = inspect(resolved.metadata, options.settings_from_args(args), resolved.entry)
+    if args.results:
+        from .. import records
+
+        model = records.model_block(resolved.label, resolved.metadata.display_name, result.geometry.architecture,
+                                    str(resolved.path) if resolved.path else None, False)
+        records.write(args.results, records.INSPECT_SCHEMA, model,
+                      {"inspection": result.to_dict(), "kv_curve": kv_curve(result)})
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
         print(render_inspection(result))
     return 0
-
-
-def compress_indices(indices: list[int]) -> str:
-    """[3, 7, 11, ..., 39] -> '3, 7, ..., 39'; [0,1,2,4,5,6] -> '0-2, 4-6'."""
-    runs: list[tuple[int, int]] = []
-    for i in indices:
-        if runs and i == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], i)
-        else:
-            runs.append((i, i))
-    text = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs]
-    if len(runs) >= 4:
-        lengths = {b - a for a, b in runs}
-        strides = {runs[k + 1][0] - runs[k][0] for k in range(len(runs) - 1)}
-        if len(lengths) == 1 and len(strides) == 1:
-            return f"{text[0]}, {text[1]}, ..., {text[-1]}"
-    return ", ".join(text)
 
 
 def _layer_signature(layer: LayerGeometry, r_width: int, s_width: int) -> tuple:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from .. import model_source, options
 from ..inspection import inspect
@@ -24,6 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="a catalog id or a GGUF file")
     options.add_cache_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--results", type=Path, default=None, help="also append a verify record to this JSONL file")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,6 +39,20 @@ def run(args: argparse.Namespace) -> int:
     dry = engine.dry_run(path, settings)
     checks = compare(result.footprint, dry.allocations)
     ok = all_ok(checks)
+    if args.results:
+        from .. import records
+
+        model = records.model_block(resolved.label, resolved.metadata.display_name, result.geometry.architecture,
+                                    path, resolved.path is None)
+        records.write(args.results, records.VERIFY_SCHEMA, model, {
+            "ok": ok, "settings": vars(settings) | {"n_ctx": result.footprint.shape.n_ctx},
+            "theory": {"kv_bytes": result.footprint.kv_bytes, "swa_kv_bytes": result.footprint.swa_kv_bytes,
+                       "recurrent_state_bytes": result.footprint.recurrent_state_bytes,
+                       "k_bytes": result.footprint.k_bytes + result.footprint.swa_k_bytes,
+                       "v_bytes": result.footprint.v_bytes + result.footprint.swa_v_bytes},
+            "llama_cpp": dry.allocations.to_dict(), "method": "llama.cpp no_alloc dry run (sizes, nothing timed)",
+            "checks": [{"component": c.component.strip(), "theory": c.theory, "llama_cpp": c.llama, "ok": c.ok}
+                       for c in checks]})
     if args.json:
         print(json.dumps({
             "source": args.source, "gguf": path, "ok": ok, "n_ctx": result.footprint.shape.n_ctx,

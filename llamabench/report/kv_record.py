@@ -1,0 +1,142 @@
+"""kv_efficiency records: the layout in words, the theory, and measured_* only where a timed run backs them. Pure."""
+
+from __future__ import annotations
+
+from ..tables import compress_indices
+from ..units import MIB
+
+KIND_WORDS = {
+    "full": "full_attention",
+    "swa": "sliding_window_attention",
+    "recurrent": "linear_attention/SSM (fixed recurrent state)",
+    "full+recurrent": "attention and SSM in parallel",
+    "mla": "MLA (compressed, K-only)",
+    "none": "FFN-only (no cache)",
+}
+BYTES_PER_ELEMENT = {"f32": "4 bytes", "f16": "2 bytes", "bf16": "2 bytes"}
+
+
+def _per_token_formula(inspection: dict) -> str:
+    cached = [layer for layer in inspection["layers"] if layer["kind"] in ("full", "full+recurrent", "mla")]
+    total = inspection["kv_bytes_per_token"]
+    type_k, type_v = inspection["cache_type_k"], inspection["cache_type_v"]
+    widths = {(layer["n_head_kv"], layer["k_width"], layer["v_width"]) for layer in cached}
+    if len(widths) == 1 and type_k == type_v and type_k in BYTES_PER_ELEMENT:
+        heads, k_width, v_width = widths.pop()
+        unit = f"{BYTES_PER_ELEMENT[type_k]} ({type_k})"
+        if v_width == 0:
+            return f"{len(cached)} x {k_width} latent K values x {unit} = {total:,} B/token"
+        if k_width == v_width and heads:
+            return f"{len(cached)} x {heads} KV heads x {k_width // heads} head dim x 2 (K and V) x {unit} = {total:,} B/token"
+        return f"{len(cached)} x ({k_width} K + {v_width} V values) x {unit} = {total:,} B/token"
+    return f"{len(cached)} cached layers at K {type_k} / V {type_v} = {total:,} B/token"
+
+
+def kv_bytes_basis(inspection: dict) -> str:
+    layers = inspection["layers"]
+    groups: dict[str, list[int]] = {}
+    for layer in layers:
+        groups.setdefault(layer["kind"], []).append(layer["index"])
+    parts = []
+    for kind, indices in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        text = f"{len(indices)} are {KIND_WORDS.get(kind, kind)}"
+        if len(indices) < len(layers):
+            text += f" (indices {compress_indices(indices).replace(', ', ',')})"
+        parts.append(text)
+    head = f"{inspection['n_layer']} layers, of which " + (" and ".join(parts) if len(parts) <= 2 else
+                                                            ", ".join(parts[:-1]) + " and " + parts[-1])
+    text = head + "; growing KV: " + _per_token_formula(inspection)
+    if inspection.get("swa_kv_bytes"):
+        text += (f"; sliding-window layers hold at most {inspection['swa_cells']:,} cells "
+                 f"({inspection['swa_kv_bytes'] / MIB:.2f} MiB at n_ctx {inspection['n_ctx']:,})")
+    full = inspection["full_gqa_kv_bytes_per_token"]
+    n_mixer = sum(1 for layer in layers if layer["kind"] != "none")
+    if inspection.get("reduction"):
+        text += (f", against {full:,} B/token if all {n_mixer} layers were full GQA: "
+                 f"a {inspection['reduction']:.1f}x reduction")
+    if inspection.get("recurrent_state_bytes"):
+        text += (f"; plus {inspection['recurrent_state_bytes']:,} B of recurrent state per sequence, "
+                 f"independent of context length")
+    return text
+
+
+def _timed(bench: list[dict], n_ctx: int) -> list[dict]:
+    return [r for r in bench if r["status"] == "ok" and r["params"]["n_ctx"] == n_ctx
+            and r["params"]["type_k"] == "f16" and r["params"]["type_v"] == "f16"]
+
+
+def build_record(label: str, model_name: str, inspection: dict, verify: list[dict], bench: list[dict],
+                 context_length: int, kv_bytes_at_context: int) -> dict:
+    """One kv_efficiency record at one context length; measured_* stay None without a timed run."""
+    hybrid = any(layer["kind"] not in ("full",) for layer in inspection["layers"])
+    ctx_k = f"{context_length // 1024}k" if context_length % 1024 == 0 else str(context_length)
+    timed = _timed(bench, context_length)
+    measured_kv = measured_pp = measured_tg = depth = None
+    by_depth = []
+    if timed:
+        first = timed[0]
+        measured_kv = round(sum(c["size_mib"] for c in first["llama_cpp"]["kv_caches"]) * MIB)
+        depths = sorted({r["params"]["depth"] for r in timed})
+        for d in depths:
+            pp = [r for r in timed if r["params"]["depth"] == d and r["params"]["kind"] == "pp"]
+            tg = [r for r in timed if r["params"]["depth"] == d and r["params"]["kind"] == "tg"]
+            by_depth.append({"depth": d, "prefill_tok_s": round(pp[0]["avg_ts"], 2) if pp else None,
+                             "decode_tok_s": round(tg[0]["avg_ts"], 2) if tg else None,
+                             "tests": [r["test"] for r in pp + tg]})
+        depth = depths[-1]
+        measured_pp, measured_tg = by_depth[-1]["prefill_tok_s"], by_depth[-1]["decode_tok_s"]
+
+    engine = "llama-cpp"
+    build = None
+    for source in timed[:1] or verify[:1]:
+        build = source.get("versions", {}).get("llama_cpp_python")
+    engine_id = f"llama-cpp (llama-cpp-python {build})" if build else engine
+
+    verified = [v for v in verify if v["settings"]["n_ctx"] == context_length]
+    methodology = [f"kv_bytes_per_token, kv_bytes_at_context and recurrent_state_bytes are derived from the GGUF "
+                   f"metadata with llama.cpp's sizing rules (llamabench inspect), f16 K/V, 1 sequence, "
+                   f"n_ctx {context_length:,} after llama.cpp's rounding"]
+    if verified:
+        ok = all(v["ok"] for v in verified)
+        methodology.append("checked against llama.cpp's own `llama_kv_cache: size` / `llama_memory_recurrent: size` "
+                           f"lines in a no_alloc dry run (llamabench verify): {'equal' if ok else 'MISMATCH'}")
+    if timed:
+        first = timed[0]
+        cpu = first.get("machine", {}).get("cpu", "?")
+        backend = "CPU" if not first["params"]["n_gpu_layers"] else "GPU"
+        methodology.append(
+            f"measured_kv_bytes is the KV that a real llama.cpp context at n_ctx {context_length:,} allocated "
+            f"(its printed MiB x 2^20); measured_prefill_tok_s / measured_decode_tok_s are the mean over "
+            f"{first['params']['repetitions']} repetitions of {', '.join(by_depth[-1]['tests'])} at depth {depth:,} "
+            f"in a timed run on {cpu} ({backend} backend, {first['params']['n_threads']} threads)")
+    else:
+        methodology.append("no timed run at this context: measured_* are null")
+
+    notes = []
+    if timed and timed[0]["model"].get("is_twin"):
+        notes.append("timed on the geometry twin (real layer layout, KV and recurrent geometry; tiny hidden size, "
+                     "vocabulary and experts): KV bytes are the real model's, tok/s show how speed changes with "
+                     "depth, not the real model's absolute speed")
+    if timed and by_depth:
+        notes.append("by depth: " + "; ".join(
+            f"d{b['depth']}: prefill {b['prefill_tok_s']} t/s, decode {b['decode_tok_s']} t/s" for b in by_depth))
+    if measured_kv is not None and abs(measured_kv - kv_bytes_at_context) > MIB // 200:
+        notes.append(f"measured KV differs from theory by {(measured_kv - kv_bytes_at_context) / MIB:+.2f} MiB")
+
+    return {
+        "id": f"kv-efficiency/{label}-{'hybrid-' if hybrid else ''}kv-{ctx_k}",
+        "model": model_name,
+        "kv_bytes_basis": kv_bytes_basis(inspection),
+        "methodology": "; ".join(methodology),
+        "notes": "; ".join(notes),
+        "engine_id": engine_id,
+        "context_length": context_length,
+        "kv_bytes_per_token": inspection["kv_bytes_per_token"],
+        "full_gqa_kv_bytes_per_token": inspection["full_gqa_kv_bytes_per_token"],
+        "kv_bytes_at_context": kv_bytes_at_context,
+        "recurrent_state_bytes": inspection["recurrent_state_bytes"],
+        "measured_kv_bytes": measured_kv,
+        "measured_prefill_tok_s": measured_pp,
+        "measured_decode_tok_s": measured_tg,
+        "measured_depth": depth,
+    }

@@ -1,0 +1,155 @@
+"""The four report plots (PNG and SVG), drawn from records only. matplotlib is imported here alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..units import GIB
+
+CARDS = (16, 24)
+COLORS = {"weights": "#4c72b0", "KV": "#dd8452", "recurrent": "#55a868", "compute": "#8172b3", "reserve": "#937860"}
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3, "font.size": 10})
+    return plt
+
+
+def _save(fig, out_dir: Path, name: str) -> list[Path]:
+    paths = []
+    for ext in ("png", "svg"):
+        path = out_dir / f"{name}.{ext}"
+        fig.savefig(path, bbox_inches="tight")
+        paths.append(path)
+    fig.clear()
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return paths
+
+
+def kv_vs_context(out_dir: Path, name: str, curve: list[list[int]], comparisons: dict[str, list[tuple[int, int]]],
+                  weights_on_card: int | None, reserve: int, mark_ctx: int = 131072) -> list[Path]:
+    """KV (+ recurrent state) against n_ctx: this model, its full-GQA skeleton, comparisons, card budgets."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    x = [p[0] / 1024 for p in curve]
+    ax.plot(x, [(p[1] + p[2]) / GIB for p in curve], lw=2.5, label=f"{name} (KV + recurrent state)")
+    ax.plot(x, [p[3] / GIB for p in curve], ls="--", lw=1.5, label=f"{name} skeleton as full GQA")
+    for label, points in comparisons.items():
+        ax.plot([p[0] / 1024 for p in points], [p[1] / GIB for p in points], lw=1.8, label=label)
+    if weights_on_card is not None:
+        for card in CARDS:
+            left = (card * GIB - weights_on_card - reserve) / GIB
+            if left > 0:
+                ax.axhline(left, color="grey", ls=":", lw=1.2)
+                ax.annotate(f"{card} GiB card: room left after weights and reserve ({left:.1f} GiB)", (x[0], left),
+                            textcoords="offset points", xytext=(2, 3), fontsize=8, color="dimgrey")
+            else:
+                ax.annotate(f"{card} GiB card: no room, the weights ({weights_on_card / GIB:.1f} GiB) and reserve "
+                            f"already exceed it", (x[0], 0), textcoords="offset points", xytext=(2, 4), fontsize=8,
+                            color="dimgrey")
+    ax.axvline(mark_ctx / 1024, color="crimson", lw=1, alpha=0.7)
+    ax.annotate("128k", (mark_ctx / 1024, ax.get_ylim()[1] * 0.95), color="crimson", fontsize=9, xytext=(3, 0),
+                textcoords="offset points")
+    ax.set_xlabel("context length (thousands of tokens, n_ctx / 1024)")
+    ax.set_ylabel("cache memory (GiB)")
+    ax.set_title(f"{name}: KV cache against context length (f16, theory)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, loc="upper left")
+    return _save(fig, out_dir, "kv_vs_context")
+
+
+def budget_bars(out_dir: Path, name: str, rows: list[dict], n_ctx: int) -> list[Path]:
+    """Stacked horizontal bars per card and choice: weights, KV, recurrent, compute, reserve against the budget."""
+    plt = _plt()
+    cards = list(dict.fromkeys(r["budget"] for r in rows))
+    heights = [len([r for r in rows if r["budget"] == c]) for c in cards]
+    fig, axes = plt.subplots(len(cards), 1, figsize=(8.5, 1.0 + 0.45 * sum(heights) + 0.6 * len(cards)),
+                             sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights})
+    for ax, card in zip(axes[:, 0], cards):
+        card_rows = [r for r in rows if r["budget"] == card][::-1]
+        labels = [f"{r['type_k']}/{r['type_v']}, {_short(r['placement'])}" for r in card_rows]
+        left = [0.0] * len(card_rows)
+        for part, key in (("weights", "weights_bytes"), ("KV", "kv_bytes"), ("recurrent", "recurrent_bytes"),
+                          ("compute", "compute_bytes"), ("reserve", "reserve_bytes")):
+            values = [r[key] / GIB for r in card_rows]
+            ax.barh(labels, values, left=left, color=COLORS[part], label=part, height=0.6)
+            left = [a + v for a, v in zip(left, values)]
+        for y, r in enumerate(card_rows):
+            ax.annotate("fits" if r["fits"] else "does not fit", (left[y], y), xytext=(4, -3), textcoords="offset points",
+                        fontsize=8, color="darkgreen" if r["fits"] else "crimson")
+        budget = card_rows[0]["budget_bytes"] / GIB
+        ax.axvline(budget, color="crimson", lw=1.5)
+        ax.set_title(f"{card} card at n_ctx {n_ctx:,}: budget {budget:.0f} GiB (red line)", fontsize=10)
+        ax.tick_params(axis="y", labelsize=8)
+    axes[-1, 0].set_xlabel("memory on the card (GiB): weights estimate, KV and state (theory), compute (llama.cpp dry run)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=5, bbox_to_anchor=(0.5, 0.965))
+    fig.suptitle(f"{name}: what fits on the card", y=1.0)
+    return _save(fig, out_dir, "budget")
+
+
+def _short(placement: str) -> str:
+    if placement.startswith("experts of layers"):
+        return placement[placement.index("(") + 1:-1]
+    if "layers on the card (-ngl" in placement:
+        return placement[placement.index("(") + 1:-1]
+    return placement.replace("all layers on the card", "all on card")
+
+
+def speed_vs_depth(out_dir: Path, name: str, bench: list[dict]) -> list[Path]:
+    """Prefill and decode t/s against depth, one line per context configuration."""
+    plt = _plt()
+    fig, (ax_pp, ax_tg) = plt.subplots(1, 2, figsize=(9, 4.2))
+    series: dict[tuple, dict[str, list]] = {}
+    for r in bench:
+        if r["status"] != "ok":
+            continue
+        p = r["params"]
+        key = (p["n_ctx"], p["type_k"], p["type_v"], p["flash_attn"])
+        s = series.setdefault(key, {"pp": [], "tg": []})
+        s[p["kind"]].append((p["depth"], r["avg_ts"], r["stddev_ts"], p["n_tokens"]))
+    for (n_ctx, tk, tv, fa), s in sorted(series.items()):
+        label = f"n_ctx {n_ctx:,}, {tk}/{tv}, fa {'on' if fa else 'off'}"
+        for ax, kind in ((ax_pp, "pp"), (ax_tg, "tg")):
+            pts = sorted(s[kind])
+            if pts:
+                ax.errorbar([q[0] for q in pts], [q[1] for q in pts], yerr=[q[2] for q in pts], marker="o",
+                            capsize=3, label=label)
+    for ax, title in ((ax_pp, "prefill (pp)"), (ax_tg, "decode (tg)")):
+        ax.set_xlabel("depth (tokens already in the context)")
+        ax.set_ylabel("tokens per second (measured)")
+        ax.set_title(title)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
+    twin = any(r["model"].get("is_twin") for r in bench)
+    fig.suptitle(f"{name}: speed at depth" + (" (geometry twin)" if twin else ""))
+    return _save(fig, out_dir, "speed_vs_depth")
+
+
+def theory_vs_measured(out_dir: Path, name: str, components: list[tuple[str, float | None, float | None]]) -> list[Path]:
+    """Grouped bars per component: theory against what llama.cpp allocated (MiB)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    xs = range(len(components))
+    theory = [c[1] if c[1] is not None else 0 for c in components]
+    measured = [c[2] if c[2] is not None else 0 for c in components]
+    ax.bar([x - 0.2 for x in xs], theory, width=0.4, label="theory (from the GGUF)", color="#4c72b0")
+    ax.bar([x + 0.2 for x in xs], measured, width=0.4, label="llama.cpp allocated", color="#dd8452")
+    for x, (label, t, m) in zip(xs, components):
+        ax.annotate("no theory" if t is None else f"{t:.2f}", (x - 0.2, t or 0), ha="center", fontsize=7,
+                    xytext=(0, 2), textcoords="offset points")
+        if m is not None:
+            ax.annotate(f"{m:.2f}", (x + 0.2, m), ha="center", fontsize=7, xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(list(xs), [c[0] for c in components])
+    ax.set_ylabel("MiB")
+    ax.set_title(f"{name}: theory against llama.cpp's allocation")
+    ax.legend(fontsize=8)
+    return _save(fig, out_dir, "theory_vs_measured")
