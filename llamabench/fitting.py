@@ -101,15 +101,18 @@ class FitResult:
         return cmd
 
     def python_call(self, r: FitRow) -> str:
+        if r.placement.kind == "n_cpu_moe":
+            # Llama() has no tensor buffer overrides, so it cannot keep experts in RAM: offer the -ngl row
+            alt = [x for x in self.rows if x.budget_label == r.budget_label and x.settings == r.settings
+                   and x.placement.kind == "ngl" and x.fits]
+            if not alt:
+                return "# llama_cpp.Llama() cannot keep experts in RAM (no tensor buffer overrides): use llama-server"
+            return self.python_call(alt[0]) + "  # Llama() cannot keep experts in RAM: fewer layers on the card instead"
         s, p = r.settings, r.placement
-        ngl = "-1" if p.kind in ("all", "n_cpu_moe") else str(p.value)
-        call = (f'llama_cpp.Llama(model_path="{self.model_hint}", n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
+        ngl = "-1" if p.kind == "all" else str(p.value)
+        return (f'llama_cpp.Llama(model_path="{self.model_hint}", n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
                 f"flash_attn={s.flash_attn}, type_k={GGML_TYPE_IDS[s.type_k]}, type_v={GGML_TYPE_IDS[s.type_v]}, "
                 f"swa_full=False)")
-        if p.kind == "n_cpu_moe":
-            call += ("  # Llama() cannot keep experts in RAM (no tensor buffer overrides): "
-                     "use llama-server for --n-cpu-moe")
-        return call
 
     def render(self) -> str:
         gib = lambda b: f"{b / GIB:.2f}"  # noqa: E731

@@ -38,7 +38,8 @@ def parse_size(text: str, what: str) -> int:
 
 
 def size_label(text: str) -> str:
-    return text.strip().replace(" ", "")
+    label = text.strip().replace(" ", "")
+    return label + "GiB" if re.fullmatch(r"[\d.]+", label) else label
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
