@@ -122,6 +122,19 @@ def _reason(log_lines: list[str], default: str) -> str:
     return default
 
 
+class _Closing:
+    """`with` support for the classes below, which free their llama.cpp objects in close()."""
+
+    def close(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 @dataclass(frozen=True)
 class DryRun:
     """llama.cpp's sizes for one context, created with no_alloc (nothing big allocated)."""
@@ -146,7 +159,7 @@ def dry_run_many(path: str, settings_list: list[CacheSettings], *, n_gpu_layers:
         return [model.context(settings) for settings in settings_list]
 
 
-class DryRunModel:
+class DryRunModel(_Closing):
     """A model loaded with no_alloc, for many dry-run contexts (about 0.1 s each)."""
 
     def __init__(self, path: str, *, n_gpu_layers: int = 0):
@@ -179,42 +192,17 @@ class DryRunModel:
             self._lc.llama_model_free(self._model)
             self._model = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
 
 def smoke_decode(path: str, *, n_ctx: int = 512, n_tokens: int = 8, settings: CacheSettings | None = None) -> int:
     """Load for real, create a context, decode a short prompt and one more token; returns tokens decoded."""
-    lc = _llama()
     settings = settings or CacheSettings(n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=min(512, n_ctx))
-    with captured_log() as lines:
-        model = lc.llama_model_load_from_file(os.fsencode(path), _model_params(n_gpu_layers=0, no_alloc=False))
-        if not model:
-            raise EngineError(f"{path}: llama.cpp could not load the model ({_reason(lines, 'no reason logged')})")
-        try:
-            ctx = lc.llama_init_from_model(model, _context_params(settings, n_threads=2))
-            if not ctx:
-                raise EngineError(f"{path}: llama.cpp could not create the context ({_reason(lines, 'no reason logged')})")
-            try:
-                tokens = (lc.llama_token * n_tokens)(*[3 + (i * 37) % 256 for i in range(n_tokens)])
-                rc = lc.llama_decode(ctx, lc.llama_batch_get_one(tokens, n_tokens))
-                if rc != 0:
-                    raise EngineError(f"{path}: llama_decode returned {rc} ({_reason(lines, 'no reason logged')})")
-                one = (lc.llama_token * 1)(5)
-                rc = lc.llama_decode(ctx, lc.llama_batch_get_one(one, 1))
-                if rc != 0:
-                    raise EngineError(f"{path}: llama_decode returned {rc} on the second batch")
-            finally:
-                lc.llama_free(ctx)
-        finally:
-            lc.llama_model_free(model)
-    return n_tokens + 1
+    with Session(path, settings, n_threads=2) as session:
+        session.decode(n_tokens)
+        session.generate(1)
+        return session.position
 
 
-class Session:
+class Session(_Closing):
     """A real model and context (weights loaded, KV allocated), for timed decoding in this process."""
 
     def __init__(self, path: str, settings: CacheSettings, *, n_gpu_layers: int = 0, n_threads: int | None = None,
@@ -328,9 +316,3 @@ class Session:
         if self._model:
             self._lc.llama_model_free(self._model)
             self._model = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
