@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from llamabench.bench.results import read_records
 from llamabench.cli import main
@@ -40,6 +38,19 @@ def test_hybrid_record_matches_theory(tmp_path, capsys):
         assert set(r["machine"]) >= {"cpu", "ram_bytes", "gpu", "os"}
     out = capsys.readouterr().out
     assert '"test": "pp16 @ d64"' in out
+
+
+def test_swa_record_matches_theory(tmp_path):
+    # gpt-oss: 12 full layers grow with n_ctx (96 MiB at 4096), 12 SWA layers hold pad256(128 + 512) = 768 cells
+    records = bench(tmp_path, "gpt-oss-20b", "-c", "4096", "-p", "16", "-n", "2", "-r", "1", "-t", "2")
+    assert {r["status"] for r in records} == {"ok"}
+    r = records[0]
+    assert r["theory"]["kv_bytes"] == 12 * 8 * 64 * 2 * 2 * 4096 + 12 * 8 * 64 * 2 * 2 * 768
+    assert r["theory"]["swa_kv_bytes"] == 12 * 8 * 64 * 2 * 2 * 768
+    caches = r["llama_cpp"]["kv_caches"]
+    assert [(c["cells"], c["layers"]) for c in caches] == [(4096, 12), (768, 12)]
+    assert [c["size_mib"] for c in caches] == [96.0, 18.0]
+    assert r["diff"]["kv_match"]
 
 
 def test_failures_are_recorded_and_the_sweep_goes_on(tmp_path):

@@ -44,3 +44,28 @@ def test_catalog_twin_decodes(entry, twin_dir):
     if not path.exists():
         write_twin(entry.metadata, path)
     assert engine.smoke_decode(str(path)) == 9
+
+
+def test_twin_of_a_real_gguf_copies_its_layout(tmp_path, capsys):
+    """`twin SOURCE.gguf`: the twin of a file carries that file's layout keys, and llama.cpp agrees."""
+    from llamabench.cli import main
+
+    source = write_twin(CATALOG[0].metadata, tmp_path / "source.gguf").path
+    assert main(["twin", str(source), "-o", str(tmp_path / "copy.gguf")]) == 0
+    assert main(["verify", str(tmp_path / "copy.gguf"), "--ctx", "8192"]) == 0
+    assert "all match" in capsys.readouterr().out
+
+
+def test_compare_reports_a_mismatch():
+    """The comparison can fail: one cell fewer in llama.cpp's line is a mismatch."""
+    from llamabench.alloc_log import parse_allocations
+    from llamabench.footprint import CacheSettings
+    from llamabench.layout import geometry_from_metadata
+
+    geometry = geometry_from_metadata(CATALOG[0].metadata)
+    fp = compute_footprint(geometry, CacheSettings(n_ctx=4096))
+    good = ("llama_kv_cache: size =   80.00 MiB (  4096 cells,  10 layers,  1/1 seqs), K (f16):   40.00 MiB, V (f16):   40.00 MiB\n"
+            "llama_memory_recurrent: size =   62.81 MiB (     1 cells,  40 layers,  1 seqs  0 rs_seq), R (f32):    2.81 MiB, S (f32):   60.00 MiB, P (f32):    0.00 MiB\n")
+    assert all_ok(compare(fp, parse_allocations(good)))
+    bad = good.replace("80.00 MiB (  4096 cells", "79.98 MiB (  4095 cells")
+    assert not all_ok(compare(fp, parse_allocations(bad)))

@@ -53,6 +53,12 @@ FALCON_H1 = dict(block_count=4, context_length=8192, embedding_length=1024, atte
                  ssm__conv_kernel=4, ssm__inner_size=2048, ssm__state_size=128, ssm__time_step_rank=16,
                  ssm__group_count=1)
 
+JAMBA = dict(block_count=32, context_length=262144, embedding_length=4096, attention__head_count=32,
+             attention__head_count_kv=tuple(8 if i % 8 == 4 else 0 for i in range(32)), ssm__conv_kernel=4,
+             ssm__inner_size=8192, ssm__state_size=16, ssm__time_step_rank=256)
+QWEN3_8B = dict(block_count=36, context_length=40960, embedding_length=4096, attention__head_count=32,
+                attention__head_count_kv=8, attention__key_length=128, attention__value_length=128)
+
 # (id, arch, keys, settings, expected {field: value}, why)
 CASES = [
     ("qwen35moe-128k", "qwen35moe", QWEN35MOE, CacheSettings(n_ctx=131072),
@@ -72,6 +78,11 @@ CASES = [
     ("qwen35moe-4seq", "qwen35moe", QWEN35MOE, CacheSettings(n_ctx=131072, n_seq=4),
      dict(kv_bytes=2_684_354_560, recurrent_state_bytes=4 * 65_863_680),
      "4 streams of n_ctx/4 cells: same KV, four recurrent states"),
+    ("qwen3-dense", "qwen3", QWEN3_8B, CacheSettings(n_ctx=32768),
+     dict(kv_bytes_per_token=36 * 8 * 128 * 4, kv_bytes=36 * 8 * 128 * 4 * 32768), "plain dense GQA"),
+    ("jamba", "jamba", JAMBA, CacheSettings(n_ctx=131072),
+     dict(kv_bytes_per_token=16384, recurrent_state_bytes=28 * (3 * 8192 + 16 * 8192) * 4),
+     "Mamba v1: no groups, conv state (d_conv - 1) x d_inner, SSM state d_state x d_inner"),
     ("gemma3-swa", "gemma3", GEMMA3_27B, CacheSettings(n_ctx=131072),
      dict(kv_bytes_per_token=81920, swa_kv_bytes=624 * MIB, kv_bytes=10240 * MIB + 624 * MIB),
      "10 full layers grow; 52 SWA layers hold pad256(1024 + 512) = 1536 cells"),
@@ -187,3 +198,12 @@ def test_fa_off_pads_v_to_widest_layer():
     off = compute_footprint(geometry, CacheSettings(n_ctx=4096, flash_attn=False))
     assert on.swa_kv_bytes == 52 * 16 * (64 + 64) * 2 * 1536
     assert off.swa_kv_bytes == 52 * 16 * (64 + 128) * 2 * 1536
+
+
+def test_gpt_oss_pattern_array_form():
+    # an explicit bool array overrides the default period 2 (here: every 3rd layer full)
+    flags = tuple(i % 3 != 2 for i in range(24))
+    geometry = geometry_from_metadata(model("gpt-oss", **GPT_OSS_20B, attention__sliding_window_pattern=flags))
+    assert [layer.index for layer in geometry.layers if not layer.is_swa] == list(range(2, 24, 3))
+    default = geometry_from_metadata(model("gpt-oss", **GPT_OSS_20B))
+    assert [layer.index for layer in default.layers if not layer.is_swa] == list(range(1, 24, 2))

@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from pathlib import Path
-import sys
 import time
+from pathlib import Path
 
 from .. import model_source, options
 from ..errors import UsageError
@@ -144,6 +143,3 @@ def render_verification(v: dict) -> str:
            + ("; prediction matches" if v["ok"] else "; prediction MISSED")]
     return "\n".join(out)
 
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(0)

@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", help="a catalog id or a GGUF file")
     options.add_cache_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--matrix", action="store_true",
+                        help="run the whole exactness matrix (n_ctx 4096/131072/5000, f16/q8_0/q4_0 and fa off, "
+                             "1 and 4 sequences with and without kv_unified, swa_full on/off, n_rs_seq) instead of one cell")
     parser.add_argument("--results", type=Path, default=None, help="also append a verify record to this JSONL file")
 
 
@@ -33,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
     from ..twin.cache import cached_twin
 
     resolved = model_source.resolve(args.source)
+    if args.matrix:
+        return run_matrix(args, resolved)
     settings = options.settings_from_args(args)
     result = inspect(resolved.metadata, settings, resolved.entry)  # validates settings before llama.cpp runs
     path = str(resolved.path) if resolved.path else str(cached_twin(resolved.metadata, resolved.label))
@@ -83,3 +88,31 @@ def run(args: argparse.Namespace) -> int:
               + ", ".join(f"{dev} {v:.2f} MiB" for dev, v in compute.items()))
     print("all match" if ok else "MISMATCH between theory and llama.cpp")
     return 0 if ok else 1
+
+
+def run_matrix(args: argparse.Namespace, resolved) -> int:
+    import time
+
+    from .. import engine, gguf_file
+    from ..footprint import compute_footprint
+    from ..layout import geometry_from_metadata
+    from ..twin.cache import cached_twin
+    from ..verification import describe, matrix_settings
+
+    start = time.perf_counter()
+    path = str(resolved.path) if resolved.path else str(cached_twin(resolved.metadata, resolved.label))
+    geometry = geometry_from_metadata(gguf_file.read_metadata(path))
+    cells = matrix_settings(geometry.has_swa)
+    bad = []
+    for settings, dry in zip(cells, engine.dry_run_many(path, cells)):
+        checks = compare(compute_footprint(geometry, settings), dry.allocations)
+        if not all_ok(checks):
+            bad.append(describe(settings) + ": " + "; ".join(
+                f"{c.component.strip()} theory {c.theory} vs llama.cpp {c.llama}" for c in checks if not c.ok))
+    size = __import__("os").stat(path)
+    print(f"{args.source}: {len(cells)} cells, {len(cells) - len(bad)} match, {len(bad)} differ "
+          f"({time.perf_counter() - start:.1f} s; {path}, {size.st_size / 2**20:.1f} MiB, "
+          f"{size.st_blocks * 512 / 2**20:.1f} MiB on disk)")
+    for line in bad:
+        print("  MISMATCH " + line)
+    return 0 if not bad else 1
