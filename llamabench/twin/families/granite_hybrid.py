@@ -10,16 +10,12 @@ from __future__ import annotations
 
 from ..context import TwinContext
 from ..writer import TensorSpec
-from .mamba2 import _big, mamba2_mixer
+from .mamba2 import _big, mamba2_mixer, pin_hidden_to_inner
 
 ARCHITECTURES = ("granitehybrid",)
 
 
-def adjust_keys(keys: dict, arch: str) -> None:
-    keys[f"{arch}.embedding_length"] = int(keys[f"{arch}.ssm.inner_size"]) // 2
-    # the MoE path sizes experts by feed_forward_length; a dense model needs it too
-    if not keys.get(f"{arch}.feed_forward_length"):
-        keys[f"{arch}.feed_forward_length"] = 64
+adjust_keys = pin_hidden_to_inner
 
 
 def tensors(t: TwinContext) -> list[TensorSpec]:

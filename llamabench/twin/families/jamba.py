@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from ..context import TwinContext
 from ..writer import TensorSpec
-from .mamba2 import _big
+from .mamba2 import _big, pin_hidden_to_inner
 
 ARCHITECTURES = ("jamba",)
 
 
-def adjust_keys(keys: dict, arch: str) -> None:
-    keys[f"{arch}.embedding_length"] = int(keys[f"{arch}.ssm.inner_size"]) // 2
-    if not keys.get(f"{arch}.feed_forward_length"):
-        keys[f"{arch}.feed_forward_length"] = 64
+adjust_keys = pin_hidden_to_inner
 
 
 def tensors(t: TwinContext) -> list[TensorSpec]:

@@ -17,6 +17,14 @@ ARCHITECTURES = ("mamba2",)
 N_EMBD = 32
 
 
+def pin_hidden_to_inner(keys: dict, arch: str) -> None:
+    """For families where llama.cpp asserts 2 * n_embd == ssm.inner_size (granitehybrid, jamba)."""
+    keys[f"{arch}.embedding_length"] = int(keys[f"{arch}.ssm.inner_size"]) // 2
+    # the MoE path sizes experts by feed_forward_length; a dense model needs it too
+    if not keys.get(f"{arch}.feed_forward_length"):
+        keys[f"{arch}.feed_forward_length"] = 64
+
+
 def _big(t: TwinContext, row: int) -> str:
     """Storage for an all-zero matrix (a hole on disk): tq1_0 (1.69 bits a weight) where the row allows,
     else f16. Not q4_0/q8_0: on CPUs with AMX those go to the AMX buffer type, whose mul_mat crashed
