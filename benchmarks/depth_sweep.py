@@ -1,7 +1,7 @@
 """Depth sweep: incremental fill (what `llamabench bench` does) against refilling from zero per depth.
 
 Both strategies run the same tests (tg16 at each depth, 1 repetition) through the same code
-(`llamabench.bench.child.measure_tests`) on the same context; only the fill differs. Prints the
+(`llamabench.llama.child.measure_tests`) on the same context; only the fill differs. Prints the
 wall time of each and their ratio.
 
     .venv/bin/python benchmarks/depth_sweep.py [--model qwen3-30b-a3b] [--depths 0,2048,4096,8192]
@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from llamabench import catalog
-from llamabench.bench.child import measure_tests
+from llamabench.llama.child import measure_tests
 from llamabench.bench.plan import SweepSpec, tests
-from llamabench.engine import Session
+from llamabench.llama.engine import Session
 from llamabench.footprint import CacheSettings
 from llamabench.twin.build import write_twin
 

@@ -12,8 +12,8 @@ import argparse
 import statistics
 import time
 
-from llamabench import model_source
-from llamabench.fitting import FitSession
+from llamabench import source as model_source
+from llamabench.fit.job import FitSession
 from llamabench.twin.shape import cached_shape_twin
 
 

@@ -10,7 +10,9 @@ from pathlib import Path
 from .errors import CatalogError
 from .metadata import CatalogEntry, ModelMetadata, PublishedQuant
 
-DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "models.toml"
+# models.toml lives at the top of the repository; the package holds a link to it, which the wheel ships as a
+# file (package data), so an installed llamabench finds its catalog through importlib.resources.
+CATALOG_RESOURCE = "models.toml"
 DEFAULT_MODEL_ID = "qwen3-5-35b-a3b"
 FLOAT_KEYS = {"rope.freq_base", "rope.freq_base_swa", "attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon"}
 STRING_KEYS = {"rope.scaling.type"}
@@ -18,7 +20,12 @@ ENTRY_KEYS = {"id", "name", "architecture", "metadata", "kv_cache_bytes_per_toke
 
 
 def catalog_path() -> Path:
-    return Path(os.environ.get("LLAMABENCH_CATALOG", DEFAULT_CATALOG))
+    override = os.environ.get("LLAMABENCH_CATALOG")
+    if override:
+        return Path(override)
+    from importlib.resources import files
+
+    return Path(str(files("llamabench") / CATALOG_RESOURCE))
 
 
 def _value(entry_id: str, key: str, item):

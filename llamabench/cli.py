@@ -13,8 +13,15 @@ from .errors import LlamabenchError
 COMMANDS = ("inspect", "twin", "verify", "bench", "fit", "report", "demo")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line (and exit code 2), not a usage block."""
+
+    def error(self, message: str):
+        self.exit(2, f"llamabench: error: {self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="llamabench",
         description="What a GGUF model costs in memory at long context, and what llama.cpp really allocates.",
     )

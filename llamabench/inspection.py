@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import gguf_keys as K
 from .footprint import CacheSettings, Footprint, compute_footprint
 from .layout import LayerGeometry, ModelGeometry, geometry_from_metadata
 from .metadata import CatalogEntry, ModelMetadata
@@ -23,6 +24,27 @@ class Inspection:
             return None
         return self.entry.published_kv_bytes_per_token == f16_kv_bytes_per_token(self.geometry)
 
+    @property
+    def rope_scaling(self) -> dict:
+        """The GGUF's `{arch}.rope.scaling.*` keys (type, factor, original context), if any."""
+        prefix = f"{self.metadata.architecture}.{K.ROPE_SCALING_PREFIX}"
+        return {k[len(prefix):]: v for k, v in self.metadata.keys.items() if k.startswith(prefix)}
+
+    @property
+    def beyond_trained_context(self) -> bool:
+        return self.footprint.shape.n_ctx > self.geometry.n_ctx_train > 0
+
+    @property
+    def context_warning(self) -> str | None:
+        """One line when n_ctx goes past the trained context (llama.cpp only warns, and allows it)."""
+        if not self.beyond_trained_context:
+            return None
+        scaling = self.rope_scaling
+        rope = ("the GGUF carries RoPE scaling keys (" + ", ".join(f"{k} {v}" for k, v in sorted(scaling.items())) + ")"
+                if scaling else "the GGUF carries no RoPE scaling keys")
+        return (f"n_ctx {self.footprint.shape.n_ctx:,} exceeds the trained context {self.geometry.n_ctx_train:,} "
+                f"({self.metadata.architecture}.context_length); {rope}")
+
     def to_dict(self) -> dict:
         g, fp, s = self.geometry, self.footprint, self.footprint.settings
         reduction = fp.reduction
@@ -33,6 +55,8 @@ class Inspection:
             "n_layer": g.n_layer,
             "n_layer_nextn": g.n_layer_nextn,
             "n_ctx_train": g.n_ctx_train,
+            "beyond_trained_context": self.beyond_trained_context,
+            "rope_scaling": self.rope_scaling,
             "layers": [_layer_dict(layer) for layer in g.layers],
             "cache_type_k": s.type_k,
             "cache_type_v": s.type_v,
@@ -88,3 +112,17 @@ def f16_kv_bytes_per_token(geometry: ModelGeometry) -> int:
 def inspect(metadata: ModelMetadata, settings: CacheSettings, entry: CatalogEntry | None = None) -> Inspection:
     geometry = geometry_from_metadata(metadata)
     return Inspection(metadata, geometry, compute_footprint(geometry, settings), entry)
+
+
+def kv_curve(result: Inspection, points: int = 64) -> list[list[int]]:
+    """[n_ctx, KV bytes, recurrent bytes, full-GQA KV bytes] from 256 up to the trained length, for plots."""
+    from dataclasses import replace
+
+    top = max(result.geometry.n_ctx_train, result.footprint.shape.n_ctx)
+    ctxs = sorted({max(256, round(top * i / points / 256) * 256) for i in range(1, points + 1)}
+                  | {result.footprint.shape.n_ctx})
+    out = []
+    for n in ctxs:
+        fp = compute_footprint(result.geometry, replace(result.footprint.settings, n_ctx=n))
+        out.append([fp.shape.n_ctx, fp.kv_bytes, fp.recurrent_state_bytes, fp.full_gqa_kv_bytes_per_token * fp.shape.n_ctx])
+    return out

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from . import gguf_keys as K
 from .errors import BadModelFile, UnsupportedArchitecture
 from .metadata import ModelMetadata
 
@@ -49,7 +50,7 @@ SUPPORTED_ARCHITECTURES = tuple(
 )
 
 # ssm.* keys that each recurrent family requires (llama.cpp's ml.get_key(..., required)).
-SSM_KEYS = ("ssm.conv_kernel", "ssm.inner_size", "ssm.state_size", "ssm.time_step_rank", "ssm.group_count")
+SSM_KEYS = (K.SSM_CONV_KERNEL, K.SSM_INNER_SIZE, K.SSM_STATE_SIZE, K.SSM_TIME_STEP_RANK, K.SSM_GROUP_COUNT)
 REQUIRED_SSM_KEYS = {
     "qwen35": SSM_KEYS,
     "qwen35moe": SSM_KEYS,
@@ -161,24 +162,24 @@ def _bool_array(meta: ModelMetadata, suffix: str, n_layer: int) -> tuple[bool, .
 
 def _swa_flags(meta: ModelMetadata, n_main: int, n_layer: int, default_pattern: int) -> tuple[bool, ...]:
     """llama_model_base::load_swa_pattern: a bool array, or a period N (layer i is SWA iff i % N < N - 1)."""
-    flags = _bool_array(meta, "attention.sliding_window_pattern", n_layer)
+    flags = _bool_array(meta, K.SLIDING_WINDOW_PATTERN, n_layer)
     if flags is not None:
         return flags[:n_main]
-    pattern = _int(meta, "attention.sliding_window_pattern", default_pattern)
+    pattern = _int(meta, K.SLIDING_WINDOW_PATTERN, default_pattern)
     return tuple(pattern == 0 or (i % pattern < pattern - 1) for i in range(n_main))
 
 
 def _recurrent_widths(meta: ModelMetadata, n_embd: int) -> tuple[int, int]:
     """(n_embd_r, n_embd_s) from llama_hparams::n_embd_r / n_embd_s."""
     if meta.architecture == "lfm2":
-        l_cache = _int(meta, "shortconv.l_cache", required=True)
+        l_cache = _int(meta, K.SHORTCONV_L_CACHE, required=True)
         if l_cache < 1:
             raise BadModelFile(f"{meta.source}: {meta.architecture}.shortconv.l_cache must be at least 1")
         return n_embd * (l_cache - 1), 0
-    d_conv = _int(meta, "ssm.conv_kernel", 0)
-    d_inner = _int(meta, "ssm.inner_size", 0)
-    d_state = _int(meta, "ssm.state_size", 0)
-    n_group = _int(meta, "ssm.group_count", 0)
+    d_conv = _int(meta, K.SSM_CONV_KERNEL, 0)
+    d_inner = _int(meta, K.SSM_INNER_SIZE, 0)
+    d_state = _int(meta, K.SSM_STATE_SIZE, 0)
+    n_group = _int(meta, K.SSM_GROUP_COUNT, 0)
     conv = (d_conv - 1 if d_conv > 0 else 0) * (d_inner + 2 * n_group * d_state)
     return conv, d_state * d_inner
 
@@ -191,33 +192,33 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
             hint="supported: " + ", ".join(SUPPORTED_ARCHITECTURES),
         )
 
-    n_layer = _int(meta, "block_count", required=True)
+    n_layer = _int(meta, K.BLOCK_COUNT, required=True)
     if n_layer == 0 or n_layer > LLAMA_MAX_LAYERS:
         raise BadModelFile(f"{meta.source}: {arch}.block_count is {n_layer}; llama.cpp needs 1 to {LLAMA_MAX_LAYERS}")
-    n_nextn = _int(meta, "nextn_predict_layers", 0)
+    n_nextn = _int(meta, K.NEXTN_PREDICT_LAYERS, 0)
     if n_nextn >= n_layer:
         raise BadModelFile(f"{meta.source}: {arch}.nextn_predict_layers ({n_nextn}) leaves no main layers")
     n_main = n_layer - n_nextn
-    n_ctx_train = _int(meta, "context_length", required=True)
-    n_embd = _int(meta, "embedding_length", required=True)
+    n_ctx_train = _int(meta, K.CONTEXT_LENGTH, required=True)
+    n_embd = _int(meta, K.EMBEDDING_LENGTH, required=True)
     if n_embd == 0:
         raise BadModelFile(f"{meta.source}: {arch}.embedding_length is 0")
 
-    n_head_arr = _per_layer(meta, "attention.head_count", n_layer, (0,) * n_layer)
-    n_head_kv_arr = _per_layer(meta, "attention.head_count_kv", n_layer, n_head_arr)
-    n_ff_arr = _per_layer(meta, "feed_forward_length", n_layer, (0,) * n_layer)
+    n_head_arr = _per_layer(meta, K.HEAD_COUNT, n_layer, (0,) * n_layer)
+    n_head_kv_arr = _per_layer(meta, K.HEAD_COUNT_KV, n_layer, n_head_arr)
+    n_ff_arr = _per_layer(meta, K.FEED_FORWARD_LENGTH, n_layer, (0,) * n_layer)
     n_head = n_head_arr[0]
 
     for key in REQUIRED_SSM_KEYS.get(arch, ()):
         _int(meta, key, required=True)
 
     if n_head > 0:
-        head_k = _int(meta, "attention.key_length", n_embd // n_head)
-        head_v = _int(meta, "attention.value_length", n_embd // n_head)
+        head_k = _int(meta, K.KEY_LENGTH, n_embd // n_head)
+        head_v = _int(meta, K.VALUE_LENGTH, n_embd // n_head)
     else:
         head_k = head_v = 0
-    head_k_swa = _int(meta, "attention.key_length_swa", head_k)
-    head_v_swa = _int(meta, "attention.value_length_swa", head_v)
+    head_k_swa = _int(meta, K.KEY_LENGTH_SWA, head_k)
+    head_v_swa = _int(meta, K.VALUE_LENGTH_SWA, head_v)
 
     for il in range(n_layer):
         if n_head_kv_arr[il] > 0 and n_head_arr[il] > 0 and n_head_kv_arr[il] > n_head_arr[il]:
@@ -234,9 +235,9 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
     if arch in PLAIN_ARCHITECTURES:
         pass
     elif arch in INTERVAL_HYBRIDS:
-        flags = _bool_array(meta, "attention.recurrent_layers", n_layer)
+        flags = _bool_array(meta, K.RECURRENT_LAYERS, n_layer)
         if flags is None:
-            interval = _int(meta, "full_attention_interval", 4)
+            interval = _int(meta, K.FULL_ATTENTION_INTERVAL, 4)
             if interval == 0:
                 raise BadModelFile(f"{meta.source}: {arch}.full_attention_interval is 0")
             flags = tuple((i < n_main) and ((i + 1) % interval != 0) for i in range(n_layer))
@@ -246,7 +247,7 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
         is_recr = [n_head_kv_arr[i] == 0 for i in range(n_main)]
         has_kv = [not r for r in is_recr]
         if arch == "lfm2":
-            window = _int(meta, "attention.sliding_window", 0)
+            window = _int(meta, K.SLIDING_WINDOW, 0)
             if window > 0:
                 n_swa = window
                 is_swa = [not r for r in is_recr]
@@ -259,17 +260,17 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
         is_recr = [True] * n_main
         has_kv = [False] * n_main
     elif arch in SWA_ARCHITECTURES:
-        window = _int(meta, "attention.sliding_window", None if arch == "gpt-oss" else 0, required=arch == "gpt-oss")
+        window = _int(meta, K.SLIDING_WINDOW, None if arch == "gpt-oss" else 0, required=arch == "gpt-oss")
         if window > 0:
             n_swa = window
             is_swa = list(_swa_flags(meta, n_main, n_layer, SWA_ARCHITECTURES[arch]))
         if n_swa > 0 and not any(is_swa):
             raise BadModelFile(f"{meta.source}: {arch} has a sliding window but no layer is marked SWA")
     elif arch == "deepseek2":
-        _int(meta, "attention.kv_lora_rank", required=True)
+        _int(meta, K.KV_LORA_RANK, required=True)
 
     is_mla = arch == "deepseek2" and bool(
-        _int(meta, "attention.key_length_mla", 0) and _int(meta, "attention.value_length_mla", 0)
+        _int(meta, K.KEY_LENGTH_MLA, 0) and _int(meta, K.VALUE_LENGTH_MLA, 0)
     )
 
     def widths(il: int) -> tuple[int, int]:
@@ -303,8 +304,8 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
 
     # The full-GQA reference: a full-attention layer of this model, uncompressed.
     if is_mla:
-        full_k = n_head * _int(meta, "attention.key_length_mla", 0)
-        full_v = n_head * _int(meta, "attention.value_length_mla", 0)
+        full_k = n_head * _int(meta, K.KEY_LENGTH_MLA, 0)
+        full_v = n_head * _int(meta, K.VALUE_LENGTH_MLA, 0)
     else:
         attn = [layer for layer in layers if layer.kind in (LayerKind.FULL, LayerKind.FULL_RECURRENT)]
         attn = attn or [layer for layer in layers if layer.has_kv]

@@ -11,4 +11,5 @@ def cache_dir() -> Path:
 
 
 def reports_dir() -> Path:
-    return Path(os.environ.get("LLAMABENCH_REPORTS_DIR", "reports"))
+    """Reports a run writes by default: outside the tracked example under reports/ (git ignores it)."""
+    return Path(os.environ.get("LLAMABENCH_REPORTS_DIR", Path("reports") / "local"))

@@ -32,6 +32,23 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def has_amx() -> bool:
+    """Intel AMX: llama.cpp then repacks quantized weights into an AMX buffer (ggml-cpu's extra buffer type)."""
+    return "amx_tile" in cpu_flags()
+
+
 class _NvmlMemory(ctypes.Structure):
     _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
 
@@ -81,6 +98,7 @@ def machine_block() -> dict:
 
     gpus = gpu_memory()
     return {
+        "host": platform.node(),
         "cpu": cpu_model(),
         "cpu_cores_logical": os.cpu_count(),
         "cpu_cores_physical": psutil.cpu_count(logical=False),

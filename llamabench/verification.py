@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .alloc_log import MIB, Allocations
+from .llama.alloc_log import MIB, Allocations
 from .footprint import Footprint
 
 TOLERANCE_MIB = 0.005  # llama.cpp prints %.2f MiB: a byte count matches when it rounds to the printed value

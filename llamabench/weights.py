@@ -45,6 +45,9 @@ class WeightsBreakdown:
     n_layer: int  # llama.cpp's n_layer_all (NextN layers included)
     basis: str  # where the bytes come from, in words
     params_per_layer: dict[int, dict[str, int]] = field(default_factory=dict)
+    # tied embeddings: no output.weight, so llama.cpp loads token_embd a second time as the output
+    # matrix on the output layer's device (TENSOR_DUPLICATED in llama_model::load_tensors)
+    tied_output_bytes: int = 0
 
     @property
     def total_bytes(self) -> int:
@@ -64,8 +67,8 @@ class WeightsBreakdown:
                 if cls == "routed_experts" and il < n_cpu_moe:
                     continue
                 total += n
-        if n_gpu_layers > 0 and start <= self.n_layer:
-            total += self.global_bytes.get("output", 0)
+        if n_gpu_layers > 0 and start <= self.n_layer:  # the output layer (index n_layer) is on the card
+            total += self.global_bytes.get("output", 0) + self.tied_output_bytes
         return total
 
     def has_experts(self) -> bool:
@@ -88,4 +91,6 @@ def breakdown(tensors: tuple[TensorInfo, ...], n_layer: int, recurrent_layers: s
         n = t.n_bytes if scale_to_bytes is None else round(scale_to_bytes * elements[t.name] / total_elements)
         target = global_bytes if il is None else per_layer.setdefault(il, {})
         target[cls] = target.get(cls, 0) + n
-    return WeightsBreakdown(per_layer, global_bytes, n_layer, basis)
+    names = {t.name for t in tensors}
+    tied = global_bytes.get("embeddings", 0) if "output.weight" not in names and "token_embd.weight" in names else 0
+    return WeightsBreakdown(per_layer, global_bytes, n_layer, basis, tied_output_bytes=tied)

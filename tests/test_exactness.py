@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from llamabench import engine
+from llamabench.llama import engine
 from llamabench.catalog import load_catalog
 from llamabench.footprint import compute_footprint
 from llamabench.twin.build import write_twin
@@ -23,6 +23,7 @@ def twin_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("twins")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", CATALOG, ids=[e.id for e in CATALOG])
 def test_catalog_twin_matches_llama_cpp(entry, twin_dir):
     twin = write_twin(entry.metadata, twin_dir / f"{entry.id}.gguf")
@@ -38,6 +39,7 @@ def test_catalog_twin_matches_llama_cpp(entry, twin_dir):
     assert not mismatches, "\n".join(mismatches)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("entry", CATALOG, ids=[e.id for e in CATALOG])
 def test_catalog_twin_decodes(entry, twin_dir):
     path = twin_dir / f"{entry.id}.gguf"
@@ -46,19 +48,20 @@ def test_catalog_twin_decodes(entry, twin_dir):
     assert engine.smoke_decode(str(path)) == 9
 
 
+@pytest.mark.slow
 def test_twin_of_a_real_gguf_copies_its_layout(tmp_path, capsys):
     """`twin SOURCE.gguf`: the twin of a file carries that file's layout keys, and llama.cpp agrees."""
     from llamabench.cli import main
 
     source = write_twin(CATALOG[0].metadata, tmp_path / "source.gguf").path
-    assert main(["twin", str(source), "-o", str(tmp_path / "copy.gguf")]) == 0
+    assert main(["twin", str(source), "--out", str(tmp_path / "copy.gguf")]) == 0
     assert main(["verify", str(tmp_path / "copy.gguf"), "--ctx", "8192"]) == 0
     assert "all match" in capsys.readouterr().out
 
 
 def test_compare_reports_a_mismatch():
     """The comparison can fail: one cell fewer in llama.cpp's line is a mismatch."""
-    from llamabench.alloc_log import parse_allocations
+    from llamabench.llama.alloc_log import parse_allocations
     from llamabench.footprint import CacheSettings
     from llamabench.layout import geometry_from_metadata
 

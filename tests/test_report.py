@@ -8,6 +8,8 @@ import pytest
 
 from llamabench.cli import main
 
+pytestmark = pytest.mark.slow  # builds its results with real llama.cpp runs
+
 PLOTS = ("kv_vs_context", "budget", "speed_vs_depth", "theory_vs_measured")
 
 
@@ -25,7 +27,7 @@ def timed_results(tmp_path_factory):
 
 def test_record_numbers_come_from_inspect_and_the_results(timed_results, tmp_path, capsys):
     out = tmp_path / "rep"
-    assert main(["report", str(timed_results), "-o", str(out), "--compare", "qwen3-30b-a3b"]) == 0
+    assert main(["report", str(timed_results), "--out-dir", str(out), "--compare", "qwen3-30b-a3b"]) == 0
     record = json.loads((out / "record.json").read_text())
     assert record["id"] == "kv-efficiency/qwen3-5-35b-a3b-hybrid-kv-4k"
     assert record["context_length"] == 4096
@@ -55,7 +57,7 @@ def test_untimed_run_has_null_measurements(tmp_path, capsys):
     assert main(["inspect", "qwen3-5-35b-a3b", "--results", str(results)]) == 0
     assert main(["verify", "qwen3-5-35b-a3b", "--results", str(results)]) == 0
     out = tmp_path / "rep"
-    assert main(["report", str(results), "-o", str(out)]) == 0
+    assert main(["report", str(results), "--out-dir", str(out)]) == 0
     record = json.loads((out / "record.json").read_text())
     assert record["measured_kv_bytes"] is None
     assert record["measured_prefill_tok_s"] is None and record["measured_decode_tok_s"] is None

@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass
+from enum import StrEnum
+
+from ..footprint import CacheSettings
+
+
+class TestKind(StrEnum):
+    __test__ = False  # not a pytest class
+    PP = "pp"  # prompt processing (prefill)
+    TG = "tg"  # token generation (decode)
 
 
 @dataclass(frozen=True)
@@ -18,19 +27,30 @@ class Cell:
     n_batch: int
     n_ubatch: int
     n_threads: int
+    no_repack: bool = False  # llama-bench's -nr: no repacked copy of the weights (CPU_REPACK, AMX)
 
     @property
     def key(self) -> str:
         return (f"c{self.n_ctx}/k{self.type_k}/v{self.type_v}/fa{int(self.flash_attn)}/ngl{self.n_gpu_layers}"
-                f"/b{self.n_batch}/ub{self.n_ubatch}/t{self.n_threads}")
+                f"/b{self.n_batch}/ub{self.n_ubatch}/t{self.n_threads}" + ("/nr1" if self.no_repack else ""))
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, data: dict) -> "Cell":
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
+
+    def settings(self) -> CacheSettings:
+        """The context parameters of this cell: the one place a cell becomes CacheSettings."""
+        return CacheSettings(n_ctx=self.n_ctx, type_k=self.type_k, type_v=self.type_v, flash_attn=self.flash_attn,
+                             n_batch=self.n_batch, n_ubatch=self.n_ubatch)
+
 
 @dataclass(frozen=True)
 class Test:
-    kind: str  # "pp" (prompt processing) or "tg" (token generation)
+    __test__ = False  # not a pytest class
+    kind: TestKind
     n_tokens: int
     depth: int
 
@@ -53,12 +73,13 @@ class SweepSpec:
     n_batch: tuple[int, ...] = (2048,)
     n_ubatch: tuple[int, ...] = (512,)
     n_threads: tuple[int, ...] = (2,)
+    no_repack: tuple[bool, ...] = (False,)
     repetitions: int = 3
 
 
 def cells(spec: SweepSpec) -> list[Cell]:
     combos = itertools.product(spec.n_ctx, spec.type_k, spec.type_v, spec.flash_attn, spec.n_gpu_layers,
-                               spec.n_batch, spec.n_ubatch, spec.n_threads)
+                               spec.n_batch, spec.n_ubatch, spec.n_threads, spec.no_repack)
     return [Cell(*combo) for combo in combos]
 
 
@@ -66,8 +87,8 @@ def tests(spec: SweepSpec) -> list[Test]:
     """Tests in the order a child runs them: depths ascending, prompt tests then generation tests."""
     out = []
     for depth in sorted(set(spec.depths)):
-        out += [Test("pp", p, depth) for p in spec.n_prompt if p > 0]
-        out += [Test("tg", n, depth) for n in spec.n_gen if n > 0]
+        out += [Test(TestKind.PP, p, depth) for p in spec.n_prompt if p > 0]
+        out += [Test(TestKind.TG, n, depth) for n in spec.n_gen if n > 0]
     return out
 
 

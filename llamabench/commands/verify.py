@@ -1,16 +1,16 @@
-"""`llamabench verify SOURCE`: theory against llama.cpp's own sizes, side by side."""
+"""`llamabench verify MODEL`: theory against llama.cpp's own sizes, side by side."""
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+import sys
+from dataclasses import asdict, replace
 
-from .. import model_source, options
+from .. import source as model_source
 from ..inspection import inspect
-from ..tables import render_table
-from ..units import mib, thousands
 from ..verification import all_ok, compare
+from . import options
 
 HELP = "compare the theoretical KV / recurrent sizes with what llama.cpp itself reports"
 EXAMPLES = """examples:
@@ -22,86 +22,63 @@ reads its metadata and tensor infos, no weights). Exit code 1 on any mismatch.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("source", help="a catalog id or a GGUF file")
+    options.add_model(parser)
     options.add_cache_arguments(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    options.add_output(parser)
     parser.add_argument("--matrix", action="store_true",
                         help="run the whole exactness matrix (n_ctx 4096/131072/5000, f16/q8_0/q4_0 and fa off, "
                              "1 and 4 sequences with and without kv_unified, swa_full on/off, n_rs_seq) instead of one cell")
-    parser.add_argument("--results", type=Path, default=None, help="also append a verify record to this JSONL file")
+    options.add_results(parser, "a verify record")
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import engine
-    from ..twin.cache import cached_twin
+    from ..llama import engine
+    from ..render.verify import render_verify
 
-    resolved = model_source.resolve(args.source)
+    source = model_source.resolve(args.model)
     if args.matrix:
-        return run_matrix(args, resolved)
+        return run_matrix(args, source)
     settings = options.settings_from_args(args)
-    result = inspect(resolved.metadata, settings, resolved.entry)  # validates settings before llama.cpp runs
-    path = str(resolved.path) if resolved.path else str(cached_twin(resolved.metadata, resolved.label))
-    dry = engine.dry_run(path, settings)
+    result = inspect(source.metadata, settings, source.entry)  # validates settings before llama.cpp runs
+    if result.context_warning:
+        print(f"llamabench: warning: {result.context_warning}", file=sys.stderr)
+    path = source.gguf_for_llama()
+    dry = engine.dry_run(str(path), settings)
     checks = compare(result.footprint, dry.allocations)
     ok = all_ok(checks)
+    fp = result.footprint
+    theory = {"kv_bytes": fp.kv_bytes, "swa_kv_bytes": fp.swa_kv_bytes, "recurrent_state_bytes": fp.recurrent_state_bytes,
+              "k_bytes": fp.k_bytes + fp.swa_k_bytes, "v_bytes": fp.v_bytes + fp.swa_v_bytes}
+    check_dicts = [{"component": c.component.strip(), "theory": c.theory, "llama_cpp": c.llama, "ok": c.ok,
+                    "unit": c.unit} for c in checks]
     if args.results:
-        from .. import records
+        from ..results.records import VerifyRecord, append
 
-        model = records.model_block(resolved.label, resolved.metadata.display_name, result.geometry.architecture,
-                                    path, resolved.path is None)
-        records.write(args.results, records.VERIFY_SCHEMA, model, {
-            "ok": ok, "settings": vars(settings) | {"n_ctx": result.footprint.shape.n_ctx},
-            "theory": {"kv_bytes": result.footprint.kv_bytes, "swa_kv_bytes": result.footprint.swa_kv_bytes,
-                       "recurrent_state_bytes": result.footprint.recurrent_state_bytes,
-                       "k_bytes": result.footprint.k_bytes + result.footprint.swa_k_bytes,
-                       "v_bytes": result.footprint.v_bytes + result.footprint.swa_v_bytes},
-            "llama_cpp": dry.allocations.to_dict(), "method": "llama.cpp no_alloc dry run (sizes, nothing timed)",
-            "checks": [{"component": c.component.strip(), "theory": c.theory, "llama_cpp": c.llama, "ok": c.ok}
-                       for c in checks]})
-    if args.json:
-        print(json.dumps({
-            "source": args.source, "gguf": path, "ok": ok, "n_ctx": result.footprint.shape.n_ctx,
-            "checks": [{"component": c.component.strip(), "theory": c.theory, "llama_cpp": c.llama, "ok": c.ok,
-                        "unit": c.unit} for c in checks],
-            "llama_cpp_allocations": dry.allocations.to_dict(),
-            "llama_cpp_version": engine.llama_cpp_version(),
-        }, indent=2))
-        return 0 if ok else 1
-    s = settings
-    print(f"verify {args.source} at n_ctx {thousands(result.footprint.shape.n_ctx)} "
-          f"(K {s.type_k}, V {s.type_v}, flash attention {'on' if s.flash_attn else 'off'}, "
-          f"{s.n_seq} seq{', unified' if s.kv_unified else ''}{', swa_full' if s.swa_full else ''})")
-    print(f"theory: computed from metadata; llama.cpp: its own log lines from a no_alloc dry run of {path}")
-    rows = []
-    for c in checks:
-        if c.unit == "MiB":
-            theory = f"{thousands(c.theory)} B = {mib(c.theory)}"
-            llama = "not reported" if c.llama is None else f"{c.llama:.2f} MiB"
-            diff = "" if c.diff_mib is None else f"{c.diff_mib + 0.0:+.2f}".replace("-0.00", "+0.00")
-        else:
-            theory, llama, diff = str(c.theory), str(c.llama), ""
-        rows.append([c.component, theory, llama, diff, "ok" if c.ok else "MISMATCH"])
-    print(render_table(["component", "theory", "llama.cpp", "diff MiB", ""], rows, align="lrrrl"))
-    compute = dry.allocations.compute_buffers_mib
-    if compute:
-        print("compute buffer (llama.cpp only, twin-sized: hidden size and vocab are tiny): "
-              + ", ".join(f"{dev} {v:.2f} MiB" for dev, v in compute.items()))
-    print("all match" if ok else "MISMATCH between theory and llama.cpp")
+        append(args.results, VerifyRecord(source.model_block(result.geometry.architecture, loaded=path), ok=ok,
+                                          settings=replace(settings, n_ctx=fp.shape.n_ctx), theory=theory,
+                                          allocations=dry.allocations, checks=check_dicts))
+    if args.output == options.OutputFormat.JSON:
+        print(json.dumps({"model": args.model, "gguf": str(path), "ok": ok, "n_ctx": fp.shape.n_ctx,
+                          "settings": asdict(settings), "theory": theory, "checks": check_dicts,
+                          "llama_cpp_allocations": dry.allocations.to_dict(),
+                          "llama_cpp_version": engine.llama_cpp_version()}, indent=2))
+    else:
+        print(render_verify(args.model, source, path, result, checks, dry.allocations))
     return 0 if ok else 1
 
 
-def run_matrix(args: argparse.Namespace, resolved) -> int:
+def run_matrix(args: argparse.Namespace, source) -> int:
+    import os
     import time
 
-    from .. import engine, gguf_file
     from ..footprint import compute_footprint
     from ..layout import geometry_from_metadata
-    from ..twin.cache import cached_twin
+    from ..llama import engine
     from ..verification import describe, matrix_settings
 
     start = time.perf_counter()
-    path = str(resolved.path) if resolved.path else str(cached_twin(resolved.metadata, resolved.label))
-    geometry = geometry_from_metadata(gguf_file.read_metadata(path))
+    path = str(source.gguf_for_llama())
+    geometry = geometry_from_metadata(source.llama_metadata)
     cells = matrix_settings(geometry.has_swa)
     bad = []
     for settings, dry in zip(cells, engine.dry_run_many(path, cells)):
@@ -109,8 +86,8 @@ def run_matrix(args: argparse.Namespace, resolved) -> int:
         if not all_ok(checks):
             bad.append(describe(settings) + ": " + "; ".join(
                 f"{c.component.strip()} theory {c.theory} vs llama.cpp {c.llama}" for c in checks if not c.ok))
-    size = __import__("os").stat(path)
-    print(f"{args.source}: {len(cells)} cells, {len(cells) - len(bad)} match, {len(bad)} differ "
+    size = os.stat(path)
+    print(f"{args.model}: {len(cells)} cells, {len(cells) - len(bad)} match, {len(bad)} differ "
           f"({time.perf_counter() - start:.1f} s; {path}, {size.st_size / 2**20:.1f} MiB, "
           f"{size.st_blocks * 512 / 2**20:.1f} MiB on disk)")
     for line in bad:

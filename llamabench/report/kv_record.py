@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..tables import compress_indices
+from ..render.table import compress_indices
+from ..results.records import BenchRecord, VerifyRecord
 from ..units import MIB
 
 KIND_WORDS = {
@@ -60,12 +61,17 @@ def kv_bytes_basis(inspection: dict) -> str:
     return text
 
 
-def _timed(bench: list[dict], n_ctx: int) -> list[dict]:
-    return [r for r in bench if r["status"] == "ok" and r["params"]["n_ctx"] == n_ctx
-            and r["params"]["type_k"] == "f16" and r["params"]["type_v"] == "f16"]
+def _timed(bench: list[BenchRecord], n_ctx: int) -> list[BenchRecord]:
+    """The f16 timed tests at this context from one machine (the one measured last)."""
+    ok = [r for r in bench if r.ok and r.params["n_ctx"] == n_ctx and r.params["type_k"] == "f16"
+          and r.params["type_v"] == "f16"]
+    if not ok:
+        return []
+    series = max(ok, key=lambda r: r.timestamp).series
+    return [r for r in ok if r.series == series]
 
 
-def build_record(label: str, model_name: str, inspection: dict, verify: list[dict], bench: list[dict],
+def build_record(label: str, model_name: str, inspection: dict, verify: list[VerifyRecord], bench: list[BenchRecord],
                  context_length: int, kv_bytes_at_context: int) -> dict:
     """One kv_efficiency record at one context length; measured_* stay None without a timed run."""
     hybrid = any(layer["kind"] not in ("full",) for layer in inspection["layers"])
@@ -74,54 +80,55 @@ def build_record(label: str, model_name: str, inspection: dict, verify: list[dic
     measured_kv = measured_pp = measured_tg = depth = None
     by_depth = []
     if timed:
-        first = timed[0]
-        measured_kv = round(sum(c["size_mib"] for c in first["llama_cpp"]["kv_caches"]) * MIB)
-        depths = sorted({r["params"]["depth"] for r in timed})
+        measured_kv = timed[0].allocations.kv_bytes if timed[0].allocations else None
+        depths = sorted({r.params["depth"] for r in timed})
         for d in depths:
-            pp = [r for r in timed if r["params"]["depth"] == d and r["params"]["kind"] == "pp"]
-            tg = [r for r in timed if r["params"]["depth"] == d and r["params"]["kind"] == "tg"]
-            by_depth.append({"depth": d, "prefill_tok_s": round(pp[0]["avg_ts"], 2) if pp else None,
-                             "decode_tok_s": round(tg[0]["avg_ts"], 2) if tg else None,
-                             "tests": [r["test"] for r in pp + tg]})
+            pp = [r for r in timed if r.params["depth"] == d and r.params["kind"] == "pp"]
+            tg = [r for r in timed if r.params["depth"] == d and r.params["kind"] == "tg"]
+            by_depth.append({"depth": d, "prefill_tok_s": round(pp[0].avg_ts, 2) if pp else None,
+                             "decode_tok_s": round(tg[0].avg_ts, 2) if tg else None,
+                             "tests": [r.test for r in pp + tg]})
         depth = depths[-1]
         measured_pp, measured_tg = by_depth[-1]["prefill_tok_s"], by_depth[-1]["decode_tok_s"]
 
-    engine = "llama-cpp"
     build = None
     for source in timed[:1] or verify[:1]:
-        build = source.get("versions", {}).get("llama_cpp_python")
-    engine_id = f"llama-cpp (llama-cpp-python {build})" if build else engine
+        build = source.versions.get("llama_cpp_python")
+    engine_id = f"llama-cpp (llama-cpp-python {build})" if build else "llama-cpp"
 
-    verified = [v for v in verify if v["settings"]["n_ctx"] == context_length]
+    verified = [v for v in verify if v.settings.n_ctx == context_length]
     methodology = [f"kv_bytes_per_token, kv_bytes_at_context and recurrent_state_bytes are derived from the GGUF "
                    f"metadata with llama.cpp's sizing rules (llamabench inspect), f16 K/V, 1 sequence, "
                    f"n_ctx {context_length:,} after llama.cpp's rounding"]
     if verified:
-        ok = all(v["ok"] for v in verified)
+        ok = all(v.ok for v in verified)
         methodology.append("checked against llama.cpp's own `llama_kv_cache: size` / `llama_memory_recurrent: size` "
                            f"lines in a no_alloc dry run (llamabench verify): {'equal' if ok else 'MISMATCH'}")
     if timed:
         first = timed[0]
-        cpu = first.get("machine", {}).get("cpu", "?")
-        backend = "CPU" if not first["params"]["n_gpu_layers"] else "GPU"
         methodology.append(
             f"measured_kv_bytes is the KV that a real llama.cpp context at n_ctx {context_length:,} allocated "
             f"(its printed MiB x 2^20); measured_prefill_tok_s / measured_decode_tok_s are the mean over "
-            f"{first['params']['repetitions']} repetitions of {', '.join(by_depth[-1]['tests'])} at depth {depth:,} "
-            f"in a timed run on {cpu} ({backend} backend, {first['params']['n_threads']} threads)")
+            f"{first.params['repetitions']} repetitions of {', '.join(by_depth[-1]['tests'])} at depth {depth:,} "
+            f"in a timed run on {first.series} ({first.params['n_threads']} threads)")
     else:
         methodology.append("no timed run at this context: measured_* are null")
 
     notes = []
-    if timed and timed[0]["model"].get("is_twin"):
+    if timed and timed[0].model.is_twin:
         notes.append("timed on the geometry twin (real layer layout, KV and recurrent geometry; tiny hidden size, "
                      "vocabulary and experts): KV bytes are the real model's, tok/s show how speed changes with "
                      "depth, not the real model's absolute speed")
     if timed and by_depth:
         notes.append("by depth: " + "; ".join(
             f"d{b['depth']}: prefill {b['prefill_tok_s']} t/s, decode {b['decode_tok_s']} t/s" for b in by_depth))
+    others = sorted({r.series for r in bench if r.ok and r.params["n_ctx"] == context_length} - {timed[0].series}) if timed else []
+    if others:
+        notes.append("also measured on: " + ", ".join(others) + " (see report.md)")
     if measured_kv is not None and abs(measured_kv - kv_bytes_at_context) > MIB // 200:
         notes.append(f"measured KV differs from theory by {(measured_kv - kv_bytes_at_context) / MIB:+.2f} MiB")
+    if inspection.get("beyond_trained_context"):
+        notes.append(f"n_ctx {context_length:,} is beyond the trained context {inspection['n_ctx_train']:,}")
 
     return {
         "id": f"kv-efficiency/{label}-{'hybrid-' if hybrid else ''}kv-{ctx_k}",
@@ -131,6 +138,7 @@ def build_record(label: str, model_name: str, inspection: dict, verify: list[dic
         "notes": "; ".join(notes),
         "engine_id": engine_id,
         "context_length": context_length,
+        "n_ctx_train": inspection.get("n_ctx_train"),
         "kv_bytes_per_token": inspection["kv_bytes_per_token"],
         "full_gqa_kv_bytes_per_token": inspection["full_gqa_kv_bytes_per_token"],
         "kv_bytes_at_context": kv_bytes_at_context,

@@ -1,59 +1,70 @@
-"""Read and merge result files (several runs, several machines) into one view per model. Pure I/O."""
+"""Read and merge result files (several runs, several machines) into one view per model label."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import sys
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..bench.results import SCHEMA as BENCH_SCHEMA
-from ..bench.results import read_records
 from ..errors import LlamabenchError
-from ..records import FIT_SCHEMA, INSPECT_SCHEMA, VERIFY_SCHEMA
+from ..results.records import BenchRecord, FitRecord, InspectRecord, Record, VerifyRecord, read_records
 
 
 @dataclass
 class ModelResults:
     label: str
     name: str = ""
-    inspect: list[dict] = field(default_factory=list)
-    verify: list[dict] = field(default_factory=list)
-    fit: list[dict] = field(default_factory=list)
-    bench: list[dict] = field(default_factory=list)
+    inspect: list[InspectRecord] = field(default_factory=list)
+    verify: list[VerifyRecord] = field(default_factory=list)
+    fit: list[FitRecord] = field(default_factory=list)
+    bench: list[BenchRecord] = field(default_factory=list)
 
     @property
-    def latest_inspect(self) -> dict | None:
+    def latest_inspect(self) -> InspectRecord | None:
         return self.inspect[-1] if self.inspect else None
 
     @property
-    def latest_fit(self) -> dict | None:
+    def latest_fit(self) -> FitRecord | None:
         return self.fit[-1] if self.fit else None
+
+    def add(self, record: Record) -> None:
+        bucket = {InspectRecord: self.inspect, VerifyRecord: self.verify, FitRecord: self.fit,
+                  BenchRecord: self.bench}[type(record)]
+        bucket.append(record)
+
+    def deduplicate(self) -> None:
+        """Several runs of the same thing: the newest wins, per machine (records of one kind, one key)."""
+
+        def newest(records: list, key) -> list:
+            latest: dict = {}
+            for r in sorted(records, key=lambda r: r.timestamp):
+                latest[key(r)] = r
+            return sorted(latest.values(), key=lambda r: r.timestamp)
+
+        s = lambda r: tuple(sorted(asdict(r.settings).items()))  # noqa: E731
+        self.inspect = newest(self.inspect, lambda r: (r.inspection.get("n_ctx"), r.inspection.get("cache_type_k"),
+                                                       r.inspection.get("cache_type_v")))
+        self.verify = newest(self.verify, lambda r: (s(r), r.host))
+        self.fit = newest(self.fit, lambda r: r.host)
+        self.bench = newest(self.bench, lambda r: (r.key, r.series))
 
 
 def load_results(paths: list[Path]) -> dict[str, ModelResults]:
     models: dict[str, ModelResults] = {}
     for path in paths:
-        if not Path(path).exists():
+        path = Path(path)
+        if not path.exists():
             raise LlamabenchError(f"{path}: no such results file")
-        records = read_records(Path(path))
-        if not records:
+        read = read_records(path)
+        if read.skipped:
+            print(f"llamabench: warning: {path}: skipped {read.skipped} line(s) that are not llamabench records "
+                  "of a known kind", file=sys.stderr)
+        if not read.records:
             raise LlamabenchError(f"{path}: holds no llamabench records")
-        for record in records:
-            model = record.get("model") or {}
-            label = model.get("label")
-            if not label:
-                raise LlamabenchError(f"{path}: a record without a model label")
-            entry = models.setdefault(label, ModelResults(label))
-            entry.name = entry.name or model.get("name") or ""
-            schema = record.get("schema")
-            bucket = {INSPECT_SCHEMA: entry.inspect, VERIFY_SCHEMA: entry.verify, FIT_SCHEMA: entry.fit,
-                      BENCH_SCHEMA: entry.bench}.get(schema)
-            if bucket is None:
-                raise LlamabenchError(f"{path}: unknown record schema {schema!r}")
-            bucket.append(record)
+        for record in read.records:
+            entry = models.setdefault(record.model.label, ModelResults(record.model.label))
+            entry.name = entry.name or record.model.name
+            entry.add(record)
     for entry in models.values():
-        # several runs of the same test: keep the newest (merge by key, latest timestamp wins)
-        latest: dict[str, dict] = {}
-        for r in sorted(entry.bench, key=lambda r: r.get("timestamp", "")):
-            latest[(r["key"], r.get("machine", {}).get("cpu"))] = r
-        entry.bench = list(latest.values())
+        entry.deduplicate()
     return models

@@ -66,58 +66,52 @@ def kv_vs_context(out_dir: Path, name: str, curve: list[list[int]], comparisons:
     return _save(fig, out_dir, "kv_vs_context")
 
 
-def budget_bars(out_dir: Path, name: str, rows: list[dict], n_ctx: int) -> list[Path]:
-    """Stacked horizontal bars per card and choice: weights, KV, recurrent, compute, reserve against the budget."""
+def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
+    """Stacked horizontal bars per card and choice (fit.search.FitRow): weights, KV, recurrent, compute, reserve."""
+    from ..render.fit import short_placement
+
     plt = _plt()
-    cards = list(dict.fromkeys(r["budget"] for r in rows))
-    heights = [len([r for r in rows if r["budget"] == c]) for c in cards]
+    cards = list(dict.fromkeys(r.budget_label for r in rows))
+    heights = [len([r for r in rows if r.budget_label == c]) for c in cards]
     fig, axes = plt.subplots(len(cards), 1, figsize=(8.5, 1.0 + 0.45 * sum(heights) + 0.6 * len(cards)),
                              sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights})
     for ax, card in zip(axes[:, 0], cards):
-        card_rows = [r for r in rows if r["budget"] == card][::-1]
-        labels = [f"{r['type_k']}/{r['type_v']}, {_short(r['placement'])}" for r in card_rows]
+        card_rows = [r for r in rows if r.budget_label == card][::-1]
+        labels = [f"{r.settings.type_k}/{r.settings.type_v}, {short_placement(r.placement)}" for r in card_rows]
         left = [0.0] * len(card_rows)
-        for part, key in (("weights", "weights_bytes"), ("KV", "kv_bytes"), ("recurrent", "recurrent_bytes"),
-                          ("compute", "compute_bytes"), ("reserve", "reserve_bytes")):
-            values = [r[key] / GIB for r in card_rows]
+        for part in ("weights", "KV", "recurrent", "compute", "reserve"):
+            values = [getattr(r.parts, part.lower()) / GIB for r in card_rows]
             ax.barh(labels, values, left=left, color=COLORS[part], label=part, height=0.6)
             left = [a + v for a, v in zip(left, values)]
         for y, r in enumerate(card_rows):
-            ax.annotate("fits" if r["fits"] else "does not fit", (left[y], y), xytext=(4, -3), textcoords="offset points",
-                        fontsize=8, color="darkgreen" if r["fits"] else "crimson")
-        budget = card_rows[0]["budget_bytes"] / GIB
+            ax.annotate("fits" if r.fits else "does not fit", (left[y], y), xytext=(4, -3), textcoords="offset points",
+                        fontsize=8, color="darkgreen" if r.fits else "crimson")
+        budget = card_rows[0].budget_bytes / GIB
         ax.axvline(budget, color="crimson", lw=1.5)
-        ax.set_title(f"{card} card at n_ctx {n_ctx:,}: budget {budget:.0f} GiB (red line)", fontsize=10)
+        ax.set_title(f"{card} at n_ctx {n_ctx:,}: budget {budget:.2f} GiB (red line)", fontsize=10)
         ax.tick_params(axis="y", labelsize=8)
-    axes[-1, 0].set_xlabel("memory on the card (GiB): weights estimate, KV and state (theory), compute (llama.cpp dry run)")
+    axes[-1, 0].set_xlabel("memory on the card (GiB): weights, KV and state (theory), compute (llama.cpp dry run)")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=5, bbox_to_anchor=(0.5, 0.965))
     fig.suptitle(f"{name}: what fits on the card", y=1.0)
     return _save(fig, out_dir, "budget")
 
 
-def _short(placement: str) -> str:
-    if placement.startswith("experts of layers"):
-        return placement[placement.index("(") + 1:-1]
-    if "layers on the card (-ngl" in placement:
-        return placement[placement.index("(") + 1:-1]
-    return placement.replace("all layers on the card", "all on card")
-
-
-def speed_vs_depth(out_dir: Path, name: str, bench: list[dict]) -> list[Path]:
-    """Prefill and decode t/s against depth, one line per context configuration."""
+def speed_vs_depth(out_dir: Path, name: str, bench: list) -> list[Path]:
+    """Prefill and decode t/s against depth: one line per machine and context configuration."""
     plt = _plt()
-    fig, (ax_pp, ax_tg) = plt.subplots(1, 2, figsize=(9, 4.2))
+    fig, (ax_pp, ax_tg) = plt.subplots(1, 2, figsize=(10, 4.4))
     series: dict[tuple, dict[str, list]] = {}
     for r in bench:
-        if r["status"] != "ok":
+        if not r.ok:
             continue
-        p = r["params"]
-        key = (p["n_ctx"], p["type_k"], p["type_v"], p["flash_attn"])
+        p = r.params
+        key = (r.series, p["n_ctx"], p["type_k"], p["type_v"], p["flash_attn"])
         s = series.setdefault(key, {"pp": [], "tg": []})
-        s[p["kind"]].append((p["depth"], r["avg_ts"], r["stddev_ts"], p["n_tokens"]))
-    for (n_ctx, tk, tv, fa), s in sorted(series.items()):
-        label = f"n_ctx {n_ctx:,}, {tk}/{tv}, fa {'on' if fa else 'off'}"
+        s[p["kind"]].append((p["depth"], r.avg_ts, r.stddev_ts))
+    several = len({k[0] for k in series}) > 1
+    for (machine, n_ctx, tk, tv, fa), s in sorted(series.items()):
+        label = (f"{machine}: " if several else "") + f"n_ctx {n_ctx:,}, {tk}/{tv}, fa {'on' if fa else 'off'}"
         for ax, kind in ((ax_pp, "pp"), (ax_tg, "tg")):
             pts = sorted(s[kind])
             if pts:
@@ -128,9 +122,12 @@ def speed_vs_depth(out_dir: Path, name: str, bench: list[dict]) -> list[Path]:
         ax.set_ylabel("tokens per second (measured)")
         ax.set_title(title)
         ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7)
-    twin = any(r["model"].get("is_twin") for r in bench)
-    fig.suptitle(f"{name}: speed at depth" + (" (geometry twin)" if twin else ""))
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    twin = any(r.model.is_twin for r in bench)
+    machines = sorted({k[0] for k in series})
+    fig.suptitle(f"{name}: speed at depth" + (" (geometry twin)" if twin else "")
+                 + ("" if several or not machines else f", {machines[0]}"), fontsize=10)
     return _save(fig, out_dir, "speed_vs_depth")
 
 

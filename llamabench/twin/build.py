@@ -49,10 +49,7 @@ DROPPED_KEYS = ("vocab_size", "expert_group_count", "expert_group_used_count")
 def _families() -> dict[str, object]:
     families = {}
     for name in FAMILY_MODULES:
-        try:
-            module = importlib.import_module(f"llamabench.twin.families.{name}")
-        except ModuleNotFoundError:
-            continue
+        module = importlib.import_module(f"llamabench.twin.families.{name}")  # a broken family is a bug: let it show
         for arch in module.ARCHITECTURES:
             families[arch] = module
     return families
@@ -141,5 +138,8 @@ def write_twin(
     size = write_gguf(out_path, meta.architecture, keys, specs, seed=seed, progress=progress)
     out = Path(out_path)
     disk = out.stat().st_blocks * 512 if hasattr(out.stat(), "st_blocks") else size
-    assert [layer.kind for layer in geometry.layers] == [layer.kind for layer in source_geometry.layers]
+    if [layer.kind for layer in geometry.layers] != [layer.kind for layer in source_geometry.layers]:
+        out.unlink(missing_ok=True)
+        raise UnsupportedArchitecture(f"the twin of {meta.source} would not keep its layer layout "
+                                      f"({meta.architecture}); no twin written")
     return TwinResult(out, size, disk, len(specs), time.perf_counter() - start, geometry)

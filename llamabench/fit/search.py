@@ -6,41 +6,47 @@ elsewhere); everything else is arithmetic on the weights breakdown and the footp
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from enum import StrEnum
 from typing import Callable
 
-from .footprint import KV_PAD, CacheSettings, compute_footprint, per_layer_bytes
-from .layout import ModelGeometry
-from .weights import WeightsBreakdown
+from ..footprint import KV_PAD, CacheSettings, compute_footprint, per_layer_bytes
+from ..layout import ModelGeometry
+from ..weights import WeightsBreakdown
 
 # least quality given up first
 QUALITY_ORDER = ("f32", "bf16", "f16", "q8_0", "q5_1", "q5_0", "q4_1", "iq4_nl", "q4_0")
 
 
+class PlacementKind(StrEnum):
+    ALL = "all"  # every layer (and the output layer) on the card
+    N_CPU_MOE = "n_cpu_moe"  # every layer on the card, routed experts of the first `value` layers in RAM
+    NGL = "ngl"  # the last `value` layers (the output layer counts as one) on the card
+    RAM = "ram"  # everything in system RAM (a CPU build)
+
+
 @dataclass(frozen=True)
 class Placement:
-    kind: str  # "all" (every layer on the card), "n_cpu_moe", "ngl", or "ram" (everything in system RAM)
+    kind: PlacementKind
     value: int = 0
 
     def n_gpu_layers(self, n_layer_all: int) -> int:
-        return self.value if self.kind == "ngl" else n_layer_all + 1
+        return self.value if self.kind is PlacementKind.NGL else n_layer_all + 1
 
     @property
     def n_cpu_moe(self) -> int:
-        return self.value if self.kind == "n_cpu_moe" else 0
-
-    def describe(self, n_layer_all: int) -> str:
-        if self.kind == "all":
-            return "all layers on the card"
-        if self.kind == "ram":
-            return "everything in system RAM"
-        if self.kind == "n_cpu_moe":
-            return f"experts of layers 0-{self.value - 1} in RAM (--n-cpu-moe {self.value})"
-        return f"{self.value} of {n_layer_all + 1} layers on the card (-ngl {self.value})"
+        return self.value if self.kind is PlacementKind.N_CPU_MOE else 0
 
     @property
     def rank(self) -> int:
-        return {"all": 0, "ram": 0, "n_cpu_moe": 1, "ngl": 2}[self.kind]
+        return {PlacementKind.ALL: 0, PlacementKind.RAM: 0, PlacementKind.N_CPU_MOE: 1, PlacementKind.NGL: 2}[self.kind]
+
+    def to_dict(self) -> dict:
+        return {"kind": str(self.kind), "value": self.value}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Placement":
+        return cls(PlacementKind(data["kind"]), int(data.get("value", 0)))
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,16 @@ class FitRow:
     def short_by(self) -> int:
         return max(0, self.parts.total - self.budget_bytes)
 
+    def to_dict(self) -> dict:
+        return {"budget": self.budget_label, "budget_bytes": self.budget_bytes, "settings": asdict(self.settings),
+                "placement": self.placement.to_dict(), "parts": asdict(self.parts), "max_n_ctx": self.max_n_ctx,
+                "total_bytes": self.parts.total, "fits": self.fits, "short_by_bytes": self.short_by}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "FitRow":
+        return cls(data["budget"], int(data["budget_bytes"]), CacheSettings(**data["settings"]),
+                   Placement.from_dict(data["placement"]), Parts(**data["parts"]), int(data["max_n_ctx"]))
+
 
 class Fitter:
     def __init__(self, geometry: ModelGeometry, weights: WeightsBreakdown, compute_bytes: Callable[[CacheSettings], int],
@@ -91,7 +107,7 @@ class Fitter:
             weights = self.weights.on_card(n_gpu_layers=placement.n_gpu_layers(self.n_layer_all),
                                            n_cpu_moe=placement.n_cpu_moe)
         fp = compute_footprint(self.geometry, settings)
-        if placement.kind == "ngl":
+        if placement.kind is PlacementKind.NGL:
             start = max(self.n_layer_all + 1 - placement.value, 0)
             on_card = sum(n for il, n in per_layer_bytes(self.geometry, settings).items() if il >= start)
             kv = round(on_card * fp.kv_bytes / max(1, fp.kv_bytes + fp.recurrent_state_bytes))
@@ -104,13 +120,14 @@ class Fitter:
         return self.parts(settings, placement).total <= budget
 
     def max_n_ctx(self, budget: int, settings: CacheSettings, placement: Placement) -> int:
-        """Largest n_ctx (a multiple of 256, up to the trained length) whose total fits, by dry runs.
+        """Largest n_ctx (a multiple of 256) whose total fits, by dry runs.
 
         The compute buffer grows with n_ctx, so compute(256) bounds it from below and compute(n_upper)
         from above for every n <= n_upper: two cheap arithmetic searches bracket the answer, and real
         dry runs settle the few steps in between.
         """
-        hi = max(KV_PAD, self.geometry.n_ctx_train // KV_PAD * KV_PAD)
+        # up to the trained length, or the asked n_ctx where that is longer (the answer then agrees with `-c`)
+        hi = max(KV_PAD, max(self.geometry.n_ctx_train, settings.n_ctx) // KV_PAD * KV_PAD)
         at = lambda n: replace(settings, n_ctx=n)  # noqa: E731
 
         def largest(ok, lo_steps: int, hi_steps: int) -> int:
@@ -143,15 +160,15 @@ class Fitter:
     def rows(self, label: str, budget: int, settings: CacheSettings) -> list[FitRow]:
         """All on the card; if that misses, the fewest expert layers in RAM and the most layers on the card that fit."""
         if self.ram_mode:
-            return [self._row(label, budget, settings, Placement("ram"))]
-        rows = [self._row(label, budget, settings, Placement("all"))]
+            return [self._row(label, budget, settings, Placement(PlacementKind.RAM))]
+        rows = [self._row(label, budget, settings, Placement(PlacementKind.ALL))]
         if rows[0].fits:
             return rows
         if self.weights.has_experts():
-            n = self._smallest(lambda k: self._fits(budget, settings, Placement("n_cpu_moe", k)), self.n_layer_all)
-            rows.append(self._row(label, budget, settings, Placement("n_cpu_moe", n if n is not None else self.n_layer_all)))
-        k = self._largest(lambda k: self._fits(budget, settings, Placement("ngl", k)), self.n_layer_all, lowest=1)
-        rows.append(self._row(label, budget, settings, Placement("ngl", k if k is not None else 1)))
+            n = self._smallest(lambda k: self._fits(budget, settings, Placement(PlacementKind.N_CPU_MOE, k)), self.n_layer_all)
+            rows.append(self._row(label, budget, settings, Placement(PlacementKind.N_CPU_MOE, n if n is not None else self.n_layer_all)))
+        k = self._largest(lambda k: self._fits(budget, settings, Placement(PlacementKind.NGL, k)), self.n_layer_all, lowest=1)
+        rows.append(self._row(label, budget, settings, Placement(PlacementKind.NGL, k if k is not None else 1)))
         return rows
 
     @staticmethod

@@ -1,7 +1,10 @@
-"""The child process of one sweep cell: create the context, time the tests, report JSON lines.
+"""The one child entry point: every real llama.cpp context is created in a process of its own.
 
-Run as `python -m llamabench.bench.child` with a job on stdin. Every message is one JSON object
-on stdout, flushed at once, so the parent keeps what was measured even if this process dies.
+Run as `python -m llamabench.llama.child` with a job on stdin (JSON); `worker.run_child` is the
+parent side. Jobs: "bench" (create a context, time the tests) and "create" (create a context and
+report what it allocated, for `fit --verify`). Every message is one JSON object on stdout, flushed
+at once, so the parent keeps what was measured even if this process dies: a crash or an
+out-of-memory in llama.cpp ends one child, never the command.
 """
 
 from __future__ import annotations
@@ -20,28 +23,35 @@ def emit(event: str, **data) -> None:
     sys.stdout.flush()
 
 
-def run_job(job: dict) -> None:
-    from ..engine import Session
+def _create(job: dict):
+    """Create the job's context and emit its "alloc" event; None (after a "failed" event) on failure."""
+    from .engine import Session
 
-    cell = job["cell"]
-    settings = CacheSettings(n_ctx=cell["n_ctx"], type_k=cell["type_k"], type_v=cell["type_v"],
-                             flash_attn=cell["flash_attn"], n_batch=cell["n_batch"], n_ubatch=cell["n_ubatch"])
+    settings = CacheSettings(**job["settings"])
     rss_before = sysinfo.process_rss_bytes()
     gpu_before = sysinfo.gpu_used_bytes()
     start = time.perf_counter()
     try:
-        session = Session(job["path"], settings, n_gpu_layers=cell["n_gpu_layers"], n_threads=cell["n_threads"])
+        session = Session(job["path"], settings, n_gpu_layers=job.get("n_gpu_layers", 0),
+                          n_threads=job.get("n_threads"), extra_bufts=job.get("extra_bufts", True))
     except LlamabenchError as exc:
         emit("failed", reason=str(exc))
-        return
+        return None
     emit("alloc", allocations=session.allocations.to_dict(), model_size_bytes=session.model_size_bytes,
          n_params=session.n_params, model_desc=session.model_desc, n_ctx=session.n_ctx,
          rss_before_bytes=rss_before, rss_after_bytes=sysinfo.process_rss_bytes(),
          gpu_used_before_bytes=gpu_before, gpu_used_after_bytes=sysinfo.gpu_used_bytes(),
          create_seconds=time.perf_counter() - start)
+    return session
 
+
+def run_job(job: dict) -> None:
+    session = _create(job)
+    if session is None:
+        return
     with session:
-        measure_tests(session, job["tests"], job["repetitions"], emit)
+        if job["job"] == "bench":
+            measure_tests(session, job["tests"], job["repetitions"], emit)
 
 
 def measure_tests(session, tests: list[dict], repetitions: int, emit, *, refill: bool = False) -> None:

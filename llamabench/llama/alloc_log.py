@@ -81,6 +81,45 @@ class Allocations:
     def compute_mib(self) -> float:
         return round(sum(self.compute_buffers_mib.values()), 2)
 
+    @property
+    def weights_mib(self) -> float:
+        return round(sum(self.model_buffers_mib.values()), 2)
+
+    @property
+    def output_mib(self) -> float:
+        return round(sum(self.output_buffers_mib.values()), 2)
+
+    # bytes, from the printed MiB (exact to llama.cpp's 0.01 MiB)
+    @property
+    def kv_bytes(self) -> int:
+        return round(self.kv_mib * MIB)
+
+    @property
+    def recurrent_bytes(self) -> int:
+        return round(self.recurrent_mib * MIB)
+
+    @property
+    def weights_bytes(self) -> int:
+        return round(self.weights_mib * MIB)
+
+    @property
+    def compute_and_output_bytes(self) -> int:
+        """The compute buffers plus the output (logits) buffer: what `fit` calls compute."""
+        return round((self.compute_mib + self.output_mib) * MIB)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Allocations":
+        return cls(
+            model_buffers_mib=dict(data.get("model_buffers_mib") or {}),
+            kv_buffers_mib=dict(data.get("kv_buffers_mib") or {}),
+            kv_caches=[KvCacheLine(**c) for c in data.get("kv_caches") or []],
+            rs_buffers_mib=dict(data.get("rs_buffers_mib") or {}),
+            recurrent=[RecurrentLine(**r) for r in data.get("recurrent") or []],
+            compute_buffers_mib=dict(data.get("compute_buffers_mib") or {}),
+            output_buffers_mib=dict(data.get("output_buffers_mib") or {}),
+            errors=list(data.get("errors") or []),
+        )
+
     def to_dict(self) -> dict:
         return {
             "model_buffers_mib": dict(self.model_buffers_mib),

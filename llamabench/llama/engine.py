@@ -11,10 +11,10 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from . import cache_types
+from .. import cache_types
 from .alloc_log import Allocations, parse_allocations
-from .errors import EngineError
-from .footprint import CacheSettings
+from ..errors import EngineError
+from ..footprint import CacheSettings
 
 _lock = threading.Lock()
 _buffer: list[str] | None = None
@@ -74,8 +74,45 @@ def system_info() -> str:
     return _llama().llama_print_system_info().decode("utf-8", errors="replace").strip()
 
 
+GGML_BACKEND_DEVICE_TYPE_GPU = 1  # ggml-backend.h: CPU 0, GPU 1, IGPU 2, ACCEL 3
+
+
+def _ggml():
+    """libggml as llama_cpp loaded it, with the device-enumeration functions it does not bind."""
+    from llama_cpp._ggml import libggml
+
+    if not getattr(libggml, "_llamabench_typed", False):
+        libggml.ggml_backend_dev_count.restype = ctypes.c_size_t
+        libggml.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
+        libggml.ggml_backend_dev_get.restype = ctypes.c_void_p
+        libggml.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
+        libggml.ggml_backend_dev_type.restype = ctypes.c_int
+        libggml.ggml_backend_dev_name.argtypes = [ctypes.c_void_p]
+        libggml.ggml_backend_dev_name.restype = ctypes.c_char_p
+        libggml._llamabench_typed = True
+    return libggml
+
+
+def gpu_devices() -> list[str]:
+    """Names of the GPU devices this llama.cpp build sees (CUDA, Vulkan, Metal...); RPC servers are not counted.
+
+    `llama_supports_gpu_offload` is true for any build with the RPC backend, GPU or not, so it cannot tell.
+    """
+    _ensure_logging()  # llama_backend_init: the backends are registered
+    lib = _ggml()
+    names = []
+    for i in range(int(lib.ggml_backend_dev_count())):
+        dev = lib.ggml_backend_dev_get(i)
+        if lib.ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_GPU:
+            name = lib.ggml_backend_dev_name(dev).decode("utf-8", errors="replace")
+            if not name.startswith("RPC"):
+                names.append(name)
+    return names
+
+
 def supports_gpu_offload() -> bool:
-    return bool(_llama().llama_supports_gpu_offload())
+    """A GPU build with a GPU to offload to (not merely the RPC backend compiled in)."""
+    return bool(gpu_devices())
 
 
 def _model_params(*, n_gpu_layers: int, no_alloc: bool, extra_bufts: bool = True):

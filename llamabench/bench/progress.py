@@ -1,0 +1,48 @@
+"""A one-line progress display for sweeps, on stderr; silent when stderr is not a terminal."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """A one-line progress display on stderr; silent when stderr is not a terminal."""
+
+    def __init__(self, n_tests: int, enabled: bool):
+        self.enabled = enabled
+        self.n_tests = n_tests
+        self.done = 0
+        self.start = time.perf_counter()
+        self.cell = ""
+
+    def _show(self, text: str) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\033[K" + text)
+            sys.stderr.flush()
+
+    def _eta(self) -> str:
+        if not self.done:
+            return "ETA ?"
+        elapsed = time.perf_counter() - self.start
+        return f"ETA {elapsed / self.done * (self.n_tests - self.done):.0f}s"
+
+    def __call__(self, kind: str, data) -> None:
+        if kind == "cell":
+            c = data["cell"]
+            self.cell = f"cell {data['index'] + 1}/{data['total']} n_ctx={c.n_ctx} K={c.type_k} V={c.type_v} fa={int(c.flash_attn)}"
+            self._show(f"[{self.cell}] creating context")
+        elif kind == "fill":
+            rate = data["done"] / max(data["seconds"], 1e-9)
+            left = (data["total"] - data["done"]) / rate if rate else 0
+            self._show(f"[{self.cell}] filling to depth {data['depth']}: {data['done']}/{data['total']} tokens, "
+                       f"{rate:.0f} t/s, fill ETA {left:.0f}s")
+        elif kind == "record":
+            self.done += 1
+            status = "ok" if data.ok else "FAILED"
+            self._show(f"[{self.cell}] {data.test} {status} ({self.done}/{self.n_tests} tests, {self._eta()})")
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()

@@ -1,0 +1,112 @@
+"""The `fit` job: gather the four parts (weights, KV + state, compute, reserve) and search.
+
+The I/O side of `search.py`: picks the file llama.cpp sizes (the GGUF itself, or a full-size shape
+twin for a catalog id), reads its tensor infos for the weights and runs the dry runs that give the
+compute buffer.
+"""
+
+from __future__ import annotations
+
+from .. import gguf_file
+from ..errors import LlamabenchError
+from ..footprint import CacheSettings
+from ..layout import ModelGeometry, geometry_from_metadata
+from ..llama import engine
+from ..source import ModelSource
+from ..units import GIB, MIB
+from ..weights import WeightsBreakdown, breakdown
+from .probe import ComputeProbe
+from .result import FitResult
+from .search import Fitter
+
+
+class FitSession:
+    def __init__(self, *, name: str, geometry: ModelGeometry, weights: WeightsBreakdown, probe: ComputeProbe,
+                 basis: dict, model_hint: str, gpu_build: bool, verify_path: str | None, flash_attn: bool,
+                 n_ubatch: int, reserve: int, notes: list[str]):
+        self.name, self.geometry, self.weights, self.probe = name, geometry, weights, probe
+        self.basis, self.model_hint, self.gpu_build, self.verify_path = basis, model_hint, gpu_build, verify_path
+        self.flash_attn, self.n_ubatch, self.reserve, self.notes = flash_attn, n_ubatch, reserve, notes
+
+    @property
+    def ram_mode(self) -> bool:
+        """--verify on a CPU build: the budget is system RAM and everything sits in it."""
+        return self.verify_path is not None and not self.gpu_build
+
+    @classmethod
+    def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool) -> "FitSession":
+        from ..twin.shape import cached_shape_twin
+
+        gpu_build = engine.supports_gpu_offload()
+        backend = "CUDA/GPU" if gpu_build else "CPU"
+        scale = None
+        if verify or source.path:
+            path = str(source.gguf_for_llama())
+            meta = source.llama_metadata
+            what = "the GGUF's tensor infos" if source.path else "the geometry twin's tensor infos (verify runs on the twin)"
+            weights_basis = f"{what}: {meta.weights_bytes / GIB:.2f} GiB in the file"
+            hint = path if source.path else f"{source.label}-twin.gguf"
+        else:
+            path = str(cached_shape_twin(source.metadata, source.label))
+            meta = gguf_file.read_metadata(path)
+            quants = source.entry.published_quants if source.entry else ()
+            chosen = next((q for q in quants if q.name == "Q4_K_M"), quants[0] if quants else None)
+            if chosen:
+                scale = chosen.bytes
+                weights_basis = (f"published {chosen.name} file size {chosen.bytes / 1e9:.2f} GB (models.toml), spread over "
+                                 f"tensors by parameter count: an estimate")
+                hint = f"{source.label}-{chosen.name}.gguf"
+            else:
+                weights_basis = "no published size in the catalog: every matrix at q4_0 (estimate)"
+                hint = f"{source.label}.gguf"
+        geometry = geometry_from_metadata(meta)
+        recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
+        weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis=weights_basis, scale_to_bytes=scale)
+        compute_source = ("the GGUF" if source.path else
+                          "the geometry twin" if verify else "a full-size shape twin (real shapes and vocabulary, zero data)")
+        ram_mode = verify and not gpu_build
+        on_card = ("; all in system RAM (CPU build, --ram budget)" if ram_mode else
+                   "; placed tensor by tensor as llama.cpp does: input embeddings in system RAM, the output matrix "
+                   "with the output layer" + (" (token_embd loaded a second time: tied embeddings)"
+                                               if weights.tied_output_bytes else ""))
+        basis = {
+            "weights": weights_basis + on_card,
+            "KV": "computed from the GGUF metadata (exact; `llamabench verify` checks it against llama.cpp)",
+            "recurrent": "computed from the GGUF metadata (exact, f32)",
+            "compute": f"llama.cpp's own no_alloc dry run of {compute_source} on the {backend} backend"
+                       + ("" if gpu_build else "; a CUDA build may differ"),
+            "reserve": ("none in system RAM (the --ram budget is all usable)" if ram_mode
+                        else f"{reserve / MIB:.0f} MiB kept free for the driver and display (--reserve)"),
+        }
+        notes = []
+        if geometry.has_swa:
+            notes.append("SWA layers sized with swa_full off (llama-server's default; Llama(swa_full=False))")
+        return cls(name=source.name, geometry=geometry, weights=weights, probe=ComputeProbe(path), basis=basis,
+                   model_hint=hint, gpu_build=gpu_build, verify_path=path if verify else None, flash_attn=flash_attn,
+                   n_ubatch=n_ubatch, reserve=reserve, notes=notes)
+
+    def evaluate(self, budgets: list[tuple[str, int]], contexts: list[int], pairs: list[tuple[str, str]]) -> FitResult:
+        fitter = Fitter(self.geometry, self.weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
+                        ram_mode=self.ram_mode)
+        n_ctx_train = self.geometry.n_ctx_train
+        for n_ctx in contexts:
+            if n_ctx > n_ctx_train:
+                self.notes.append(f"n_ctx {n_ctx:,} is beyond the trained context {n_ctx_train:,}: llama.cpp allows it "
+                                  "but quality past the trained length is not assured")
+        rows = []
+        try:
+            for label, budget in budgets:
+                for n_ctx in contexts:
+                    for type_k, type_v in pairs:
+                        settings = CacheSettings(n_ctx=n_ctx, type_k=type_k, type_v=type_v, flash_attn=self.flash_attn,
+                                                 n_ubatch=self.n_ubatch)
+                        try:
+                            rows += fitter.rows(label, budget, settings)
+                        except LlamabenchError as exc:
+                            self.notes.append(f"{type_k}/{type_v}: {exc}")
+        finally:
+            self.probe.close()
+        if not rows:
+            raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
+        return FitResult(self.name, self.geometry.architecture, self.basis, rows, budgets, contexts, self.weights.n_layer,
+                         self.model_hint, n_ctx_train=n_ctx_train, notes=self.notes)

