@@ -140,14 +140,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _recommended_ngl(results: Path, label: str) -> int:
     """-ngl of the fit's recommendation for the first card (all layers when the fit has none)."""
-    from ..fit.search import PlacementKind
+    from ..fit.search import PlacementKind, recommend
     from ..results.records import FitRecord, read_records
 
     fits = [r for r in read_records(results).records if isinstance(r, FitRecord) and r.model.label == label]
     if not fits:
         return 99
     fit = fits[-1].fit
-    best = fit.recommended(fit.budgets[0][0], fit.contexts[0])
-    if best is None or best.placement.kind in (PlacementKind.ALL, PlacementKind.N_CPU_MOE):
+    rows = fit.rows_for(fit.budgets[0][0], fit.contexts[0])
+    best = recommend(rows)
+    if best is not None and best.placement.kind is PlacementKind.N_CPU_MOE:
+        # bench has no tensor overrides yet: the fit's -ngl alternative with the same KV types
+        best = recommend([r for r in rows if r.settings == best.settings and r.placement.kind is PlacementKind.NGL])
+    if best is None or best.placement.kind is PlacementKind.ALL:
         return 99
     return best.placement.n_gpu_layers(fit.n_layer_all)

@@ -28,29 +28,25 @@ class OutputFormat(StrEnum):
 
 
 # argument types ---------------------------------------------------------------------------------
-def _int(text: str) -> int:
+def _uint32(text: str, low: int) -> int:
+    """An integer from `low` up to llama.cpp's uint32 limit."""
     try:
-        return int(text.strip())
+        value = int(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < low:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1" if low else f"{value} cannot be negative")
+    if value > UINT32_MAX:
+        raise argparse.ArgumentTypeError(f"{value} is larger than llama.cpp takes ({UINT32_MAX})")
+    return value
 
 
 def positive_int(text: str) -> int:
-    value = _int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    if value > UINT32_MAX:
-        raise argparse.ArgumentTypeError(f"{value} is larger than llama.cpp takes ({UINT32_MAX})")
-    return value
+    return _uint32(text, 1)
 
 
 def nonneg_int(text: str) -> int:
-    value = _int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} cannot be negative")
-    if value > UINT32_MAX:
-        raise argparse.ArgumentTypeError(f"{value} is larger than llama.cpp takes ({UINT32_MAX})")
-    return value
+    return _uint32(text, 0)
 
 
 def ctx_int(text: str) -> int:
