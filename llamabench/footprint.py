@@ -181,8 +181,12 @@ def compute_footprint(geometry: ModelGeometry, settings: CacheSettings) -> Footp
     )
 
 
-def per_layer_bytes(geometry: ModelGeometry, settings: CacheSettings) -> dict[int, int]:
-    """KV plus recurrent bytes held by each main layer at n_ctx (sums to kv_bytes + recurrent_state_bytes)."""
+def per_layer_bytes(geometry: ModelGeometry, settings: CacheSettings) -> dict[int, tuple[int, int]]:
+    """(KV bytes, recurrent-state bytes) held by each main layer at n_ctx.
+
+    llama.cpp puts each layer's KV and recurrent state on that layer's device, so the split of a
+    placement follows from this table; the columns sum to kv_bytes and recurrent_state_bytes.
+    """
     shape = context_shape(geometry, settings)
     cells = shape.n_ctx_seq * shape.n_stream
     swa_cells = shape.swa_cells * shape.n_stream
@@ -190,11 +194,11 @@ def per_layer_bytes(geometry: ModelGeometry, settings: CacheSettings) -> dict[in
     state = (geometry.recurrent_r_width + geometry.recurrent_s_width) * cache_types.F32_BYTES * rows
     out = {}
     for layer in geometry.layers:
-        total = 0
+        kv = rec = 0
         if layer.has_kv:
             k, v = _layer_row_bytes(layer, geometry, settings)
-            total += (k + v) * (swa_cells if layer.is_swa else cells)
+            kv = (k + v) * (swa_cells if layer.is_swa else cells)
         if layer.has_recurrent_state:
-            total += state
-        out[layer.index] = total
+            rec = state
+        out[layer.index] = (kv, rec)
     return out

@@ -100,6 +100,7 @@ def read_metadata(path: str | os.PathLike) -> ModelMetadata:
                 shape=tuple(int(d) for d in t.shape),
                 ggml_type=int(t.tensor_type),
                 n_bytes=int(t.n_bytes),
+                offset=int(t.data_offset),
             )
             for t in reader.tensors
         )

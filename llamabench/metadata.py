@@ -17,6 +17,7 @@ class TensorInfo:
     shape: tuple[int, ...]  # ggml order: ne0 first
     ggml_type: int
     n_bytes: int
+    offset: int = 0  # where the tensor's data starts in the file (0 where unknown)
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,8 @@ class WeightsBreakdown:
     # tied embeddings: no output.weight, so llama.cpp loads token_embd a second time as the output
     # matrix on the output layer's device (TENSOR_DUPLICATED in llama_model::load_tensors)
     tied_output_bytes: int = 0
+    # (layer or None, class, file offset, bytes) per tensor, in file order: for the host's mapped span
+    tensor_spans: tuple[tuple[int | None, str, int, int], ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -58,18 +60,29 @@ class WeightsBreakdown:
 
     def on_card(self, *, n_gpu_layers: int, n_cpu_moe: int = 0) -> int:
         """Bytes llama.cpp puts on the GPU for -ngl n_gpu_layers and --n-cpu-moe n_cpu_moe."""
-        start = max(self.n_layer + 1 - n_gpu_layers, 0)  # i_gpu_start in llama_model::load_tensors
-        total = 0
-        for il, classes in self.per_layer.items():
-            if il < start:
-                continue
-            for cls, n in classes.items():
-                if cls == "routed_experts" and il < n_cpu_moe:
-                    continue
-                total += n
-        if n_gpu_layers > 0 and start <= self.n_layer:  # the output layer (index n_layer) is on the card
-            total += self.global_bytes.get("output", 0) + self.tied_output_bytes
+        total = sum(n for il, classes in self.per_layer.items() for cls, n in classes.items()
+                    if self._on_card(il, cls, n_gpu_layers, n_cpu_moe))
+        total += sum(n for cls, n in self.global_bytes.items() if self._on_card(None, cls, n_gpu_layers, n_cpu_moe))
+        if self._on_card(None, "output", n_gpu_layers, n_cpu_moe):  # the output layer (index n_layer) is on the card
+            total += self.tied_output_bytes
         return total
+
+    def _on_card(self, il: int | None, cls: str, n_gpu_layers: int, n_cpu_moe: int) -> bool:
+        """llama_model::load_tensors: layers from i_gpu_start on, and the output layer, go to the card; input
+        embeddings stay on the host; --n-cpu-moe keeps the routed experts of the first layers on the host."""
+        start = max(self.n_layer + 1 - n_gpu_layers, 0)  # i_gpu_start
+        if il is None:
+            return cls == "output" and n_gpu_layers > 0 and start <= self.n_layer
+        return il >= start and not (cls == "routed_experts" and il < n_cpu_moe)
+
+    def host_mapped(self, *, n_gpu_layers: int, n_cpu_moe: int = 0) -> int | None:
+        """What llama.cpp reports as the host's model buffer when it maps the file (mmap): the span of the
+        file from the first to the end of the last tensor kept in system RAM, card tensors in between
+        included (llama_model_loader::get_mapping_range). None where the offsets are not known."""
+        if not self.tensor_spans or not any(offset for _, _, offset, _ in self.tensor_spans):
+            return None
+        host = [(off, n) for il, cls, off, n in self.tensor_spans if not self._on_card(il, cls, n_gpu_layers, n_cpu_moe)]
+        return max(off + n for off, n in host) - min(off for off, _ in host) if host else 0
 
     def has_experts(self) -> bool:
         return self.class_bytes("routed_experts") > 0
@@ -84,13 +97,17 @@ def breakdown(tensors: tuple[TensorInfo, ...], n_layer: int, recurrent_layers: s
     global_bytes: dict[str, int] = {}
     elements = {t.name: int(np.prod(t.shape, dtype=np.int64)) for t in tensors}
     total_elements = sum(elements.values()) or 1
+    classes = []
     for t in tensors:
         il, cls = classify(t.name)
         if il is not None and il in recurrent_layers and cls == "attention":
             cls = "recurrent" if t.name.split(".")[2].startswith(("attn_qkv", "attn_gate")) else cls
+        classes.append((il, cls))
         n = t.n_bytes if scale_to_bytes is None else round(scale_to_bytes * elements[t.name] / total_elements)
         target = global_bytes if il is None else per_layer.setdefault(il, {})
         target[cls] = target.get(cls, 0) + n
+    spans = tuple((il, cls, t.offset, t.n_bytes) for t, (il, cls) in zip(tensors, classes))
     names = {t.name for t in tensors}
     tied = global_bytes.get("embeddings", 0) if "output.weight" not in names and "token_embd.weight" in names else 0
-    return WeightsBreakdown(per_layer, global_bytes, n_layer, basis, tied_output_bytes=tied)
+    return WeightsBreakdown(per_layer, global_bytes, n_layer, basis, tied_output_bytes=tied,
+                            tensor_spans=spans if scale_to_bytes is None else ())

@@ -14,7 +14,12 @@ HELP = "does n_ctx fit on a 16 / 24 GB card beside the weights, and with which s
 EXAMPLES = """examples:
   llamabench fit qwen3-5-35b-a3b                       # 16 and 24 GiB cards, 128k, f16 / q8_0 / q4_0 KV
   llamabench fit model.gguf --vram 12GiB --ctx 32768,131072 -ctk q8_0 -ctv q8_0
-  llamabench fit qwen3-5-35b-a3b --verify --ram 2GiB   # create the recommended context for real
+  llamabench fit model.gguf --ctx 32768 -ngl 12,99 --verify   # these placements, created on the (emulated) card
+  llamabench fit qwen3-30b-a3b --n-cpu-moe 8,16                # experts of the first layers kept in RAM
+  llamabench fit model.gguf --ram 8GiB --verify               # everything in system RAM instead of a card
+--verify creates the answer for real: on a GPU build on the card; without one on an emulated card
+(llama.cpp's RPC backend serving this machine's CPU as a device on 127.0.0.1), and sets what
+llama.cpp allocated on each device against the prediction (exit 1 on a mismatch).
 Budgets: plain numbers are GiB; units GiB, GB, MiB, MB. The reserve (default 512 MiB) is kept free
 for the driver and the display.
 """
@@ -36,12 +41,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verify", action="store_true",
                         help="create the recommended context for real and compare (GPU memory on CUDA; system RAM here)")
     options.add_results(parser, "a fit record")
+    parser.add_argument("-ngl", "--n-gpu-layers", dest="n_gpu_layers", type=options.comma_list(options.nonneg_int),
+                        default=(), help="evaluate exactly these -ngl placements (comma list) instead of searching")
+    parser.add_argument("-ncmoe", "--n-cpu-moe", dest="n_cpu_moe", type=options.comma_list(options.nonneg_int),
+                        default=(), help="evaluate exactly these --n-cpu-moe placements (comma list, all layers on the card)")
     parser.add_argument("--ram", type=options.labelled_size, default=None,
-                        help="with --verify on a CPU build: the system-RAM budget (e.g. 8GiB)")
+                        help="fit everything into system RAM with this budget instead of a card (e.g. 8GiB)")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..fit.job import FitSession
+    from ..fit.search import Placement, PlacementKind
     from ..fit.verify import verify_fit
     from ..render.fit import render_text, render_verification
 
@@ -49,20 +59,25 @@ def run(args: argparse.Namespace) -> int:
     if any(c == 0 for c in args.n_ctx):
         raise UsageError("--ctx 0 is not allowed in fit: give the context length")
     pairs = options.cache_pairs(args.type_k, args.type_v)
-    if args.ram is not None and not args.verify:
-        raise UsageError("--ram goes with --verify")
 
     source = model_source.resolve(args.model)
     start = time.perf_counter()
+    ram_mode = args.ram is not None
+    if ram_mode and (args.n_gpu_layers or args.n_cpu_moe):
+        raise UsageError("--ram puts everything in system RAM: it does not go with -ngl or --n-cpu-moe")
     session = FitSession.open(source, flash_attn=args.flash_attn, n_ubatch=args.n_ubatch, reserve=args.reserve,
-                              verify=args.verify)
-    if args.verify and not session.gpu_build:
-        if args.ram is None:
-            raise UsageError("this llama.cpp build has no GPU offload: give --ram to verify against system RAM")
+                              verify=args.verify, ram_mode=ram_mode)
+    if ram_mode:
         budgets = [(f"{args.ram[0]} RAM", args.ram[1])]
-    result = session.evaluate(budgets, list(args.n_ctx), pairs)
+    placements = ([Placement(PlacementKind.NGL, n) for n in args.n_gpu_layers]
+                  + [Placement(PlacementKind.N_CPU_MOE, n) for n in args.n_cpu_moe])
+    if placements and any(p.kind is PlacementKind.N_CPU_MOE for p in placements) and not session.weights.has_experts():
+        raise UsageError(f"{args.model} has no routed experts: --n-cpu-moe does not apply")
+    result = session.evaluate(budgets, list(args.n_ctx), pairs, placements or None)
     result.seconds = time.perf_counter() - start
-    verification = verify_fit(result, path=session.verify_path, gpu_build=session.gpu_build) if args.verify else None
+    verification = None
+    if args.verify:
+        verification = verify_fit(result, session, given=bool(placements))
     if args.results:
         from ..results.records import FitRecord, append
 

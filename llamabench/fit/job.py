@@ -17,7 +17,7 @@ from ..units import GIB, MIB
 from ..weights import WeightsBreakdown, breakdown
 from .probe import ComputeProbe
 from .result import FitResult
-from .search import Fitter
+from .search import Fitter, Placement
 
 
 class FitSession:
@@ -28,13 +28,11 @@ class FitSession:
         self.basis, self.model_hint, self.gpu_build, self.verify_path = basis, model_hint, gpu_build, verify_path
         self.flash_attn, self.n_ubatch, self.reserve, self.notes = flash_attn, n_ubatch, reserve, notes
 
-    @property
-    def ram_mode(self) -> bool:
-        """--verify on a CPU build: the budget is system RAM and everything sits in it."""
-        return self.verify_path is not None and not self.gpu_build
+    ram_mode = False  # --ram: everything in system RAM, the budget is RAM, no reserve
 
     @classmethod
-    def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool) -> "FitSession":
+    def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool,
+             ram_mode: bool = False) -> "FitSession":
         from ..twin.shape import cached_shape_twin
 
         gpu_build = engine.supports_gpu_offload()
@@ -64,8 +62,7 @@ class FitSession:
         weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis=weights_basis, scale_to_bytes=scale)
         compute_source = ("the GGUF" if source.path else
                           "the geometry twin" if verify else "a full-size shape twin (real shapes and vocabulary, zero data)")
-        ram_mode = verify and not gpu_build
-        on_card = ("; all in system RAM (CPU build, --ram budget)" if ram_mode else
+        on_card = ("; all in system RAM (--ram budget)" if ram_mode else
                    "; placed tensor by tensor as llama.cpp does: input embeddings in system RAM, the output matrix "
                    "with the output layer" + (" (token_embd loaded a second time: tied embeddings)"
                                                if weights.tied_output_bytes else ""))
@@ -81,11 +78,14 @@ class FitSession:
         notes = []
         if geometry.has_swa:
             notes.append("SWA layers sized with swa_full off (llama-server's default; Llama(swa_full=False))")
-        return cls(name=source.name, geometry=geometry, weights=weights, probe=ComputeProbe(path), basis=basis,
-                   model_hint=hint, gpu_build=gpu_build, verify_path=path if verify else None, flash_attn=flash_attn,
-                   n_ubatch=n_ubatch, reserve=reserve, notes=notes)
+        session = cls(name=source.name, geometry=geometry, weights=weights, probe=ComputeProbe(path), basis=basis,
+                      model_hint=hint, gpu_build=gpu_build, verify_path=path if verify else None,
+                      flash_attn=flash_attn, n_ubatch=n_ubatch, reserve=reserve, notes=notes)
+        session.ram_mode = ram_mode
+        return session
 
-    def evaluate(self, budgets: list[tuple[str, int]], contexts: list[int], pairs: list[tuple[str, str]]) -> FitResult:
+    def evaluate(self, budgets: list[tuple[str, int]], contexts: list[int], pairs: list[tuple[str, str]],
+                 placements: list[Placement] | None = None) -> FitResult:
         fitter = Fitter(self.geometry, self.weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
                         ram_mode=self.ram_mode)
         n_ctx_train = self.geometry.n_ctx_train
@@ -101,7 +101,7 @@ class FitSession:
                         settings = CacheSettings(n_ctx=n_ctx, type_k=type_k, type_v=type_v, flash_attn=self.flash_attn,
                                                  n_ubatch=self.n_ubatch)
                         try:
-                            rows += fitter.rows(label, budget, settings)
+                            rows += fitter.rows(label, budget, settings, placements)
                         except LlamabenchError as exc:
                             self.notes.append(f"{type_k}/{type_v}: {exc}")
         finally:

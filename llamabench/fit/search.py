@@ -100,21 +100,40 @@ class Fitter:
         self.ram_mode = ram_mode
         self.n_layer_all = weights.n_layer
 
+    def first_card_layer(self, placement: Placement) -> int:
+        """i_gpu_start in llama_model::load_tensors: layers from here on (the output layer too) are on the card."""
+        return max(self.n_layer_all + 1 - placement.n_gpu_layers(self.n_layer_all), 0)
+
     def parts(self, settings: CacheSettings, placement: Placement, compute: int | None = None) -> Parts:
+        """What this placement puts on the card (everything, in RAM mode)."""
+        compute = self.compute_bytes(settings) if compute is None else compute
         if self.ram_mode:
-            weights = self.weights.total_bytes
-        else:
-            weights = self.weights.on_card(n_gpu_layers=placement.n_gpu_layers(self.n_layer_all),
-                                           n_cpu_moe=placement.n_cpu_moe)
-        fp = compute_footprint(self.geometry, settings)
-        if placement.kind is PlacementKind.NGL:
-            start = max(self.n_layer_all + 1 - placement.value, 0)
-            on_card = sum(n for il, n in per_layer_bytes(self.geometry, settings).items() if il >= start)
-            kv = round(on_card * fp.kv_bytes / max(1, fp.kv_bytes + fp.recurrent_state_bytes))
-            recurrent = on_card - kv
-        else:
-            kv, recurrent = fp.kv_bytes, fp.recurrent_state_bytes
-        return Parts(weights, kv, recurrent, self.compute_bytes(settings) if compute is None else compute, self.reserve)
+            fp = compute_footprint(self.geometry, settings)
+            return Parts(self.weights.total_bytes, fp.kv_bytes, fp.recurrent_state_bytes, compute, self.reserve)
+        weights = self.weights.on_card(n_gpu_layers=placement.n_gpu_layers(self.n_layer_all),
+                                       n_cpu_moe=placement.n_cpu_moe)
+        kv, recurrent = self.cache_split(settings, placement)[0]
+        return Parts(weights, kv, recurrent, compute, self.reserve)
+
+    def cache_split(self, settings: CacheSettings, placement: Placement) -> tuple[tuple[int, int], tuple[int, int]]:
+        """((KV, recurrent) on the card, (KV, recurrent) in system RAM): each layer's with its layer."""
+        start = self.first_card_layer(placement)
+        card, host = [0, 0], [0, 0]
+        for il, (kv, rec) in per_layer_bytes(self.geometry, settings).items():
+            side = card if il >= start else host
+            side[0] += kv
+            side[1] += rec
+        return (card[0], card[1]), (host[0], host[1])
+
+    def host_weights(self, placement: Placement) -> int:
+        """Weights llama.cpp reports in system RAM for this placement: the mapped span of the file where the
+        tensor offsets are known, else the bytes of the tensors not on the card."""
+        ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
+        mapped = self.weights.host_mapped(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
+        if mapped is not None:
+            return mapped
+        on_card = self.weights.on_card(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
+        return self.weights.total_bytes - on_card + (self.weights.tied_output_bytes if ngl > 0 else 0)
 
     def _fits(self, budget: int, settings: CacheSettings, placement: Placement) -> bool:
         return self.parts(settings, placement).total <= budget
@@ -157,8 +176,14 @@ class Fitter:
         return FitRow(label, budget, settings, placement, self.parts(settings, placement),
                       self.max_n_ctx(budget, settings, placement))
 
-    def rows(self, label: str, budget: int, settings: CacheSettings) -> list[FitRow]:
-        """All on the card; if that misses, the fewest expert layers in RAM and the most layers on the card that fit."""
+    def rows(self, label: str, budget: int, settings: CacheSettings,
+             placements: list[Placement] | None = None) -> list[FitRow]:
+        """All on the card; if that misses, the fewest expert layers in RAM and the most layers on the card that fit.
+
+        With `placements`, exactly those are evaluated (`fit -ngl N`, `fit --n-cpu-moe N`): no search.
+        """
+        if placements:
+            return [self._row(label, budget, settings, p) for p in placements]
         if self.ram_mode:
             return [self._row(label, budget, settings, Placement(PlacementKind.RAM))]
         rows = [self._row(label, budget, settings, Placement(PlacementKind.ALL))]

@@ -28,12 +28,22 @@ def _create(job: dict):
     from .engine import Session
 
     settings = CacheSettings(**job["settings"])
+    placement = {"n_gpu_layers": job.get("n_gpu_layers", 0), "n_cpu_moe": job.get("n_cpu_moe", 0), "rpc": job.get("rpc")}
+    if job.get("dry_run_first"):  # llama.cpp's own projection of the same placement, before the real thing
+        from .engine import DryRunModel
+
+        try:
+            with DryRunModel(job["path"], **placement) as model:
+                emit("dry", allocations=model.context(settings).allocations.to_dict())
+        except LlamabenchError as exc:
+            emit("failed", reason=str(exc))
+            return None
     rss_before = sysinfo.process_rss_bytes()
     gpu_before = sysinfo.gpu_used_bytes()
     start = time.perf_counter()
     try:
-        session = Session(job["path"], settings, n_gpu_layers=job.get("n_gpu_layers", 0),
-                          n_threads=job.get("n_threads"), extra_bufts=job.get("extra_bufts", True))
+        session = Session(job["path"], settings, n_threads=job.get("n_threads"),
+                          extra_bufts=job.get("extra_bufts", True), **placement)
     except LlamabenchError as exc:
         emit("failed", reason=str(exc))
         return None

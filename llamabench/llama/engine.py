@@ -115,15 +115,59 @@ def supports_gpu_offload() -> bool:
     return bool(gpu_devices())
 
 
-def _model_params(*, n_gpu_layers: int, no_alloc: bool, extra_bufts: bool = True):
+class _BuftOverride(ctypes.Structure):
+    _fields_ = [("pattern", ctypes.c_char_p), ("buft", ctypes.c_void_p)]
+
+
+# common/common.h: LLM_FFN_EXPS_REGEX and llm_ffn_block_regex, as --n-cpu-moe builds them
+N_CPU_MOE_PATTERN = r"blk\.{il}\.ffn_(up|down|gate|gate_up)_(ch|)exps"
+_rpc_devices: dict[str, int] = {}  # endpoint -> ggml_backend_dev_t, registered once per process
+
+
+def _rpc_device(endpoint: str) -> int:
+    """Register an RPC server (an emulated card) with ggml once; its device pointer."""
+    if endpoint not in _rpc_devices:
+        from .rpc import _lib
+
+        rpc, ggml = _lib("ggml-rpc"), _lib("ggml")
+        rpc.ggml_backend_rpc_add_server.argtypes = [ctypes.c_char_p]
+        rpc.ggml_backend_rpc_add_server.restype = ctypes.c_void_p
+        ggml.ggml_backend_register.argtypes = [ctypes.c_void_p]
+        ggml.ggml_backend_reg_dev_get.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        ggml.ggml_backend_reg_dev_get.restype = ctypes.c_void_p
+        reg = rpc.ggml_backend_rpc_add_server(endpoint.encode())
+        if not reg:
+            raise EngineError(f"llama.cpp could not reach the RPC server at {endpoint}")
+        ggml.ggml_backend_register(reg)
+        _rpc_devices[endpoint] = ggml.ggml_backend_reg_dev_get(reg, 0)
+    return _rpc_devices[endpoint]
+
+
+def _model_params(*, n_gpu_layers: int, no_alloc: bool, extra_bufts: bool = True, n_cpu_moe: int = 0,
+                  rpc: str | None = None):
+    """llama_model_params, and the ctypes objects it points into (keep them alive until the load ends)."""
     lc = _llama()
     params = lc.llama_model_default_params()
     params.n_gpu_layers = n_gpu_layers
     params.use_extra_bufts = extra_bufts  # off: no repacked second copy of the weights (AMX, CPU_REPACK)
+    keep: list = []
+    if rpc:
+        devices = (ctypes.c_void_p * 2)(_rpc_device(rpc), None)
+        params.devices = ctypes.cast(devices, ctypes.c_void_p)
+        keep.append(devices)
+    if n_cpu_moe:
+        cpu = ctypes.CDLL(str(__import__("pathlib").Path(lc.__file__).parent / "lib" / "libggml-cpu.so"))
+        cpu.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
+        buft = cpu.ggml_backend_cpu_buffer_type()
+        patterns = [N_CPU_MOE_PATTERN.replace("{il}", str(il)).encode() for il in range(n_cpu_moe)]
+        overrides = (_BuftOverride * (len(patterns) + 1))(*[_BuftOverride(p, buft) for p in patterns],
+                                                          _BuftOverride(None, None))
+        params.tensor_buft_overrides = ctypes.cast(overrides, ctypes.c_void_p)
+        keep += [patterns, overrides]
     if no_alloc:
         params.no_alloc = True
         params.load_mode = lc.LLAMA_LOAD_MODE_NONE  # mmap asserts under no_alloc
-    return params
+    return params, keep
 
 
 def _context_params(settings: CacheSettings, *, n_threads: int | None = None):
@@ -199,12 +243,14 @@ def dry_run_many(path: str, settings_list: list[CacheSettings], *, n_gpu_layers:
 class DryRunModel(_Closing):
     """A model loaded with no_alloc, for many dry-run contexts (about 0.1 s each)."""
 
-    def __init__(self, path: str, *, n_gpu_layers: int = 0):
+    def __init__(self, path: str, *, n_gpu_layers: int = 0, n_cpu_moe: int = 0, rpc: str | None = None):
         lc = _llama()
         self._lc = lc
         self.path = path
         with captured_log() as lines:
-            self._model = lc.llama_model_load_from_file(os.fsencode(path), _model_params(n_gpu_layers=n_gpu_layers, no_alloc=True))
+            params, _keep = _model_params(n_gpu_layers=n_gpu_layers, no_alloc=True, n_cpu_moe=n_cpu_moe, rpc=rpc,
+                                          extra_bufts=not rpc)
+            self._model = lc.llama_model_load_from_file(os.fsencode(path), params)
             if not self._model:
                 raise EngineError(f"{path}: llama.cpp could not load the model ({_reason(lines, 'no reason logged')})")
             self.load_log = "".join(lines)
@@ -243,15 +289,16 @@ class Session(_Closing):
     """A real model and context (weights loaded, KV allocated), for timed decoding in this process."""
 
     def __init__(self, path: str, settings: CacheSettings, *, n_gpu_layers: int = 0, n_threads: int | None = None,
-                 extra_bufts: bool = True):
+                 extra_bufts: bool = True, n_cpu_moe: int = 0, rpc: str | None = None):
         lc = _llama()
         self._lc = lc
         self.settings = settings
         self._model = None
         self._ctx = None
         with captured_log() as lines:
-            self._model = lc.llama_model_load_from_file(
-                os.fsencode(path), _model_params(n_gpu_layers=n_gpu_layers, no_alloc=False, extra_bufts=extra_bufts))
+            params, _keep = _model_params(n_gpu_layers=n_gpu_layers, no_alloc=False, extra_bufts=extra_bufts,
+                                          n_cpu_moe=n_cpu_moe, rpc=rpc)
+            self._model = lc.llama_model_load_from_file(os.fsencode(path), params)
             if not self._model:
                 raise EngineError(f"llama.cpp could not load {path} ({_reason(lines, 'no reason logged')})")
             self._ctx = lc.llama_init_from_model(self._model, _context_params(settings, n_threads=n_threads))

@@ -22,6 +22,8 @@ def describe_placement(p: Placement, n_layer_all: int) -> str:
         return "everything in system RAM"
     if p.kind is PlacementKind.N_CPU_MOE:
         return f"experts of layers 0-{p.value - 1} in RAM (--n-cpu-moe {p.value})"
+    if p.value > n_layer_all:
+        return f"all {n_layer_all + 1} layers on the card (-ngl {p.value})"
     return f"{p.value} of {n_layer_all + 1} layers on the card (-ngl {p.value})"
 
 
@@ -127,14 +129,31 @@ def render_markdown_report(result: FitResult) -> str:
 
 
 def render_verification(v: dict) -> str:
-    if "error" in v:
+    if "error" in v and not v.get("placements"):
         return f"verify: {v['error']}"
-    rows = [[k, f"{p / MIB:.2f}", "-" if m is None else f"{m / MIB:.2f}"] for k, p, m in v["parts"]]
-    out = [f"verify: created {v['what']} for real ({v['where']})",
-           render_table(["part", "predicted MiB", "llama.cpp allocated MiB"], rows, align="lrr"),
-           f"predicted total {v['predicted_total'] / MIB:.2f} MiB, allocated {v['measured_total'] / MIB:.2f} MiB"
-           f" (llama.cpp's buffers), process memory grew {v['rss_delta'] / MIB:.2f} MiB (RSS)"
-           + (f", GPU memory used grew {v['gpu_delta'] / MIB:.2f} MiB (NVML)" if v.get("gpu_delta") is not None else ""),
-           f"budget {v['budget'] / MIB:.2f} MiB: " + ("within" if v["measured_total"] <= v["budget"] else "OVER")
-           + ("; prediction matches" if v["ok"] else "; prediction MISSED")]
+    out = []
+    for check in v.get("placements", [v]):
+        if "error" in check:
+            out.append(f"verify: {check['what']}: {check['error']}")
+            continue
+        out.append(f"verify: created {check['what']} for real on {check['where']}")
+        rows = []
+        for dev in check["devices"]:
+            for part in ("weights", "kv", "recurrent", "compute"):
+                p, a = dev["predicted"][part], dev["allocated"][part]
+                rows.append([dev["name"], {"kv": "KV"}.get(part, part), f"{p / MIB:.2f}", f"{a / MIB:.2f}",
+                             f"{(a - p) / MIB:+.2f}".replace("-0.00", "+0.00"),
+                             "ok" if dev["parts_ok"][part] else "MISMATCH"])
+        out.append(render_table(["device", "part", "predicted MiB", "llama.cpp MiB", "diff", ""], rows,
+                                align="llrrrl"))
+        note = (f"compute predicted by llama.cpp's dry run of the same placement; the fit table's compute "
+                f"estimate was {check['fit_compute_estimate'] / MIB:.2f} MiB") if not check["where"].startswith("system") else (
+                "--ram: the totals must agree within 2 MiB + 0.5% (file mapping)")
+        out.append(note)
+        extra = f", process RSS grew {check['rss_delta'] / MIB:.2f} MiB"
+        if check.get("gpu_delta") is not None:
+            extra += f", GPU memory used grew {check['gpu_delta'] / MIB:.2f} MiB (NVML)"
+        out.append(f"on the card: {check['card_total'] / MIB:.2f} MiB of a {check['budget'] / MIB:.2f} MiB budget "
+                   f"(after the reserve): {'within' if check['within_budget'] else 'OVER'}{extra}; "
+                   + ("prediction matches" if check["ok"] else "prediction MISSED"))
     return "\n".join(out)

@@ -1,0 +1,118 @@
+"""An emulated card: llama.cpp's RPC backend serving this machine's CPU as a separate device on 127.0.0.1.
+
+Loaded with `n_gpu_layers`, llama.cpp places layers, KV, recurrent state and compute buffers on the
+RPC device exactly as on a GPU, and prints them per device (`RPC0[127.0.0.1:PORT] ...`). The server
+runs in a child process of its own (`python -m llamabench.llama.rpc PORT THREADS`) and is stopped by
+its pid when done, also on failure (it may ignore SIGTERM: SIGKILL follows a short wait).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import EngineError
+
+GGML_BACKEND_DEVICE_TYPE_CPU = 0
+
+
+def _lib(name: str):
+    import llama_cpp
+
+    path = Path(llama_cpp.__file__).parent / "lib" / f"lib{name}.so"
+    if not path.exists():
+        raise EngineError(f"this llama-cpp-python build has no {path.name}: reinstall it with CMAKE_ARGS=-DGGML_RPC=on "
+                          "(make install does)")
+    return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+
+
+def available() -> bool:
+    import llama_cpp
+
+    return (Path(llama_cpp.__file__).parent / "lib" / "libggml-rpc.so").exists()
+
+
+def serve(port: int, n_threads: int) -> None:
+    """Blocks serving the CPU device on 127.0.0.1:port (call in a process of its own)."""
+    import llama_cpp  # noqa: F401 - loads libggml with the CPU backend
+
+    ggml, rpc = _lib("ggml"), _lib("ggml-rpc")
+    ggml.ggml_backend_dev_by_type.argtypes = [ctypes.c_int]
+    ggml.ggml_backend_dev_by_type.restype = ctypes.c_void_p
+    rpc.ggml_backend_rpc_start_server.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t,
+                                                  ctypes.POINTER(ctypes.c_void_p)]
+    dev = ggml.ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU)
+    devices = (ctypes.c_void_p * 1)(dev)
+    rpc.ggml_backend_rpc_start_server(f"127.0.0.1:{port}".encode(), None, n_threads, 1, devices)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM, a short wait, then SIGKILL: the RPC server may ignore SIGTERM."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=1)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        pass
+
+
+@contextmanager
+def emulated_card(n_threads: int = 1, timeout_s: float = 30.0):
+    """Start an RPC server on a free port of 127.0.0.1; yields its endpoint "127.0.0.1:PORT"."""
+    if not available():
+        raise EngineError("no RPC backend in this llama-cpp-python build: reinstall with CMAKE_ARGS=-DGGML_RPC=on "
+                          "(make install does) to emulate a card")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "llamabench.llama.rpc", str(port), str(n_threads)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not _accepts(port):
+            if proc.poll() is not None:
+                tail = (proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()[-1:]
+                raise EngineError(f"the RPC server (emulated card) exited at start: {' '.join(tail) or 'no message'}")
+            if time.monotonic() > deadline:
+                raise EngineError(f"the RPC server (emulated card) did not listen on 127.0.0.1:{port} in {timeout_s:.0f} s")
+            time.sleep(0.05)
+        yield f"127.0.0.1:{port}"
+    finally:
+        stop(proc)
+
+
+def main() -> int:
+    if sys.platform.startswith("linux"):  # die with the parent
+        try:
+            ctypes.CDLL("libc.so.6").prctl(1, int(signal.SIGKILL))
+        except OSError:
+            pass
+    serve(int(sys.argv[1]), int(sys.argv[2]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
