@@ -10,6 +10,8 @@ CMAKE_ARGS_cpu    := -DGGML_RPC=on
 CMAKE_ARGS_cuda   := -DGGML_RPC=on -DGGML_CUDA=on
 CMAKE_ARGS_vulkan := -DGGML_RPC=on -DGGML_VULKAN=on
 CMAKE_ARGS_metal  := -DGGML_RPC=on -DGGML_METAL=on
+comma    := ,
+EXTRAS   := $(if $(filter cuda,$(BACKEND)),test$(comma)gpu,test)
 LIBDIR   = $$($(PY) -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("llama_cpp").origin).parent / "lib")')
 
 .PHONY: demo test test-fast install clean
@@ -17,7 +19,7 @@ LIBDIR   = $$($(PY) -c 'import importlib.util, pathlib; print(pathlib.Path(impor
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	CMAKE_ARGS="$(CMAKE_ARGS_$(BACKEND))" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install -q -e '.[test]'
+	CMAKE_ARGS="$(CMAKE_ARGS_$(BACKEND))" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install -q -e '.[$(EXTRAS)]'
 	@# pip's wheel cache does not key on CMAKE_ARGS: rebuild when the cached wheel lacks the wanted backends
 	@if [ ! -e "$(LIBDIR)/libggml-rpc.so" ] || { [ "$(BACKEND)" != cpu ] && ! ls "$(LIBDIR)" | grep -qi "$(BACKEND)"; }; then \
 	  echo "rebuilding llama-cpp-python with $(CMAKE_ARGS_$(BACKEND)) (about 9 minutes)"; \

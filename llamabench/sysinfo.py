@@ -1,8 +1,7 @@
-"""The one module that reads the machine: psutil (RSS, RAM, CPU) and NVML (GPU memory), by ctypes."""
+"""The one module that reads the machine: psutil (RSS, RAM, CPU) and NVML (GPU memory, through nvidia-ml-py)."""
 
 from __future__ import annotations
 
-import ctypes
 import os
 import platform
 from functools import lru_cache
@@ -49,43 +48,46 @@ def has_amx() -> bool:
     return "amx_tile" in cpu_flags()
 
 
-class _NvmlMemory(ctypes.Structure):
-    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
-
-
 @lru_cache(maxsize=1)
 def _nvml():
-    """libnvidia-ml, initialised, or None where there is no NVIDIA driver."""
-    for name in ("libnvidia-ml.so.1", "libnvidia-ml.so", "nvml.dll"):
-        try:
-            lib = ctypes.CDLL(name)
-        except OSError:
-            continue
-        if lib.nvmlInit_v2() == 0:
-            return lib
-    return None
+    """pynvml (the nvidia-ml-py package, `pip install llamabench[gpu]`), initialised; None without it or a driver."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # pynvml.NVMLError and friends: no driver, no GPU
+        return None
+    return pynvml
 
 
 def gpu_memory() -> list[dict] | None:
     """Per GPU: name, total and used bytes (NVML). None when NVML is not available."""
-    lib = _nvml()
-    if lib is None:
-        return None
-    count = ctypes.c_uint(0)
-    if lib.nvmlDeviceGetCount_v2(ctypes.byref(count)) != 0:
+    nvml = _nvml()
+    if nvml is None:
         return None
     gpus = []
-    for i in range(count.value):
-        handle = ctypes.c_void_p()
-        if lib.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) != 0:
-            continue
-        mem = _NvmlMemory()
-        name = ctypes.create_string_buffer(96)
-        lib.nvmlDeviceGetName(handle, name, 96)
-        if lib.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(mem)) == 0:
-            gpus.append({"index": i, "name": name.value.decode(errors="replace"),
+    try:
+        for i in range(nvml.nvmlDeviceGetCount()):
+            handle = nvml.nvmlDeviceGetHandleByIndex(i)
+            mem = nvml.nvmlDeviceGetMemoryInfo(handle)
+            name = nvml.nvmlDeviceGetName(handle)
+            gpus.append({"index": i, "name": name.decode() if isinstance(name, bytes) else str(name),
                          "total_bytes": int(mem.total), "used_bytes": int(mem.used)})
+    except Exception:
+        return None
     return gpus
+
+
+def gpu_note() -> str | None:
+    if gpu_memory() is not None:
+        return None
+    try:
+        import pynvml  # noqa: F401
+    except ImportError:
+        return "not available (nvidia-ml-py not installed: pip install 'llamabench[gpu]' on a machine with an NVIDIA GPU)"
+    return "not available (no NVIDIA driver / GPU)"
 
 
 def gpu_used_bytes() -> int | None:
@@ -104,7 +106,7 @@ def machine_block() -> dict:
         "cpu_cores_physical": psutil.cpu_count(logical=False),
         "ram_bytes": int(psutil.virtual_memory().total),
         "gpu": [{"name": g["name"], "total_bytes": g["total_bytes"]} for g in gpus] if gpus else None,
-        "gpu_note": None if gpus else "not available (no NVML / no NVIDIA GPU)",
+        "gpu_note": gpu_note(),
         "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(),
     }

@@ -20,7 +20,7 @@ needs_gpu = pytest.mark.skipif(not engine.supports_gpu_offload() or not sysinfo.
 def test_fit_verify_on_the_card(capsys):
     assert main(["fit", "qwen3-30b-a3b", "--vram", "4GiB", "--ctx", "8192", "--verify", "--json"]) == 0
     verify = json.loads(capsys.readouterr().out)["verify"]
-    assert verify["ok"] and verify["gpu_delta"] is not None
+    assert verify["ok"] and verify["placements"][0]["gpu_delta"] is not None
 
 
 @needs_gpu

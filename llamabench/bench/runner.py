@@ -54,7 +54,7 @@ def _memory(alloc_event: dict) -> dict:
             "rss_delta_bytes": alloc_event["rss_after_bytes"] - alloc_event["rss_before_bytes"],
             "gpu_used_before_bytes": gb, "gpu_used_after_bytes": ga,
             "gpu_delta_bytes": None if gb is None or ga is None else ga - gb,
-            "gpu_note": None if gb is not None else "not available (no NVML / no NVIDIA GPU)"}
+            "gpu_note": None if gb is not None else sysinfo.gpu_note()}
 
 
 def make_record(model: ModelRef, geometry: ModelGeometry, cell: Cell, test: Test, spec: SweepSpec,
