@@ -14,7 +14,9 @@ ARCHITECTURES = ("llama", "qwen2", "qwen3", "qwen3moe")
 def adjust_keys(keys: dict, arch: str) -> None:
     # llama checks rope.dimension_count == key_length; a real GGUF carries it, a catalog entry may not
     if arch == "llama":
-        keys[f"{arch}.rope.dimension_count"] = keys[f"{arch}.attention.key_length"]
+        head_dim = keys.get(f"{arch}.attention.key_length") or (
+            keys[f"{arch}.embedding_length"] // keys[f"{arch}.attention.head_count"])
+        keys[f"{arch}.rope.dimension_count"] = head_dim
 
 
 def tensors(t: TwinContext) -> list[TensorSpec]:
