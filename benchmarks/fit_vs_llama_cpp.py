@@ -34,7 +34,7 @@ from llamabench.twin.shape import cached_shape_twin  # noqa: E402
 
 MIB, GIB = 2**20, 2**30
 FREE = re.compile(r"projected to use (\d+) MiB of device memory vs\. (\d+) MiB of free device memory")
-FINAL = re.compile(r"(\d+) layers \((\d+) overflowing\),\s+(\d+) MiB used,\s+(\d+) MiB free")
+FINAL = re.compile(r"(\d+) layers(?: \((\d+) overflowing\))?,\s+(\d+) MiB used,\s+(\d+) MiB free")
 OT_LAYER = re.compile(r"blk\\?\.(\d+)")
 
 
@@ -53,7 +53,7 @@ def llama_fit(tools: Path, path: str, endpoint: str, n_ctx: int, margin_mib: int
            "free_mib": int(projections[0][1]) if projections else None,
            # its projection of its own answer: the final "N MiB used" line, else the first projection (no changes)
            "projected_mib": int(final[-1][2]) if final else int(projections[0][0]) if projections else None,
-           "overflowing": int(final[-1][1]) if final else 0}
+           "overflowing": int(final[-1][1] or 0) if final else 0}
     tokens = args.split()
     out["n_ctx"] = int(tokens[tokens.index("-c") + 1]) if "-c" in tokens else n_ctx
     ngl = int(tokens[tokens.index("-ngl") + 1]) if "-ngl" in tokens else -1

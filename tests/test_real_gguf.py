@@ -70,7 +70,7 @@ def test_each_command_then_report_on_a_file(gemma, tmp_path, capsys):
     for argv in (["inspect", str(gemma), "--ctx", "4096"], ["verify", str(gemma), "--ctx", "4096"],
                  ["fit", str(gemma), "--ctx", "4096", "-ctk", "f16", "-ctv", "f16", "--vram", "1GiB"],
                  ["bench", str(gemma), "-c", "4096", "-p", "16", "-n", "2", "-d", "0,256", "-r", "1", "-t", "2",
-                  "-nr", "1"]):
+                  "--repack", "0"]):
         assert main(argv + ["--results", str(results)]) == 0, argv
     labels = {json.loads(line)["model"]["label"] for line in results.read_text().splitlines()}
     assert labels == {"gemma-3-270m-q4_k_m"}  # one label for the file, whatever the command

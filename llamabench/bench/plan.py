@@ -28,11 +28,16 @@ class Cell:
     n_ubatch: int
     n_threads: int
     no_repack: bool = False  # llama-bench's -nr: no repacked copy of the weights (CPU_REPACK, AMX)
+    poll: int = 50  # the CPU threadpool, as llama-bench attaches it: --poll, --cpu-mask, --cpu-strict
+    cpu_mask: str = "0x0"
+    cpu_strict: bool = False
 
     @property
     def key(self) -> str:
         return (f"c{self.n_ctx}/k{self.type_k}/v{self.type_v}/fa{int(self.flash_attn)}/ngl{self.n_gpu_layers}"
-                f"/b{self.n_batch}/ub{self.n_ubatch}/t{self.n_threads}" + ("/nr1" if self.no_repack else ""))
+                f"/b{self.n_batch}/ub{self.n_ubatch}/t{self.n_threads}" + ("/nr1" if self.no_repack else "")
+                + (f"/poll{self.poll}" if self.poll != 50 else "")
+                + (f"/mask{self.cpu_mask}" if self.cpu_mask != "0x0" else "") + ("/strict" if self.cpu_strict else ""))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -74,12 +79,17 @@ class SweepSpec:
     n_ubatch: tuple[int, ...] = (512,)
     n_threads: tuple[int, ...] = (2,)
     no_repack: tuple[bool, ...] = (False,)
+    poll: tuple[int, ...] = (50,)
+    cpu_mask: tuple[str, ...] = ("0x0",)
+    cpu_strict: tuple[bool, ...] = (False,)
+    prio: int = 0
     repetitions: int = 3
 
 
 def cells(spec: SweepSpec) -> list[Cell]:
     combos = itertools.product(spec.n_ctx, spec.type_k, spec.type_v, spec.flash_attn, spec.n_gpu_layers,
-                               spec.n_batch, spec.n_ubatch, spec.n_threads, spec.no_repack)
+                               spec.n_batch, spec.n_ubatch, spec.n_threads, spec.no_repack, spec.poll, spec.cpu_mask,
+                               spec.cpu_strict)
     return [Cell(*combo) for combo in combos]
 
 

@@ -103,6 +103,8 @@ def run_sweep(model: ModelRef, geometry: ModelGeometry, spec: SweepSpec, results
         notify("cell", {"index": index, "total": len(plan_cells), "cell": cell})
         job = {"job": "bench", "path": model.path, "settings": asdict(cell.settings()),
                "n_gpu_layers": cell.n_gpu_layers, "n_threads": cell.n_threads, "extra_bufts": not cell.no_repack,
+               "threads": {"n_threads": cell.n_threads, "poll": cell.poll, "prio": spec.prio, "cpu_mask": cell.cpu_mask,
+                           "cpu_strict": cell.cpu_strict},
                "repetitions": spec.repetitions,
                "tests": [{"name": t.name, "kind": str(t.kind), "n_tokens": t.n_tokens, "depth": t.depth} for t in todo]}
         by_name = {t.name: t for t in todo}
@@ -130,7 +132,7 @@ def run_sweep(model: ModelRef, geometry: ModelGeometry, spec: SweepSpec, results
         failure = child.failure or "the child process ended before this test"
         if child.returncode < 0 and not cell.no_repack:
             failure += ("; llama.cpp died with the CPU's repacked weights on (CPU_REPACK / AMX): "
-                        "rerun with -nr 1 to rule them out")
+                        "rerun with --repack 0 to rule them out")
         for test in todo:
             if test.name not in reported:
                 save(make_record(model, geometry, cell, test, spec, state["alloc"], reason=failure,

@@ -42,9 +42,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     options.add_batch(parser, listed=True)
     parser.add_argument("-t", "--threads", dest="n_threads", type=comma_list(options.positive_int), default=None,
                         help="threads (default: physical cores)")
+    parser.add_argument("--repack", dest="repack", type=comma_list(options.on_off), default=None,
+                        help="0|1 list: the repacked CPU copy of the weights (CPU_REPACK / AMX), as llama-bench "
+                             "--repack (default 1)")
     parser.add_argument("-nr", "--no-repack", dest="no_repack", type=comma_list(options.on_off), default=(False,),
-                        help="0|1 list: no repacked CPU copy of the weights (CPU_REPACK / AMX), as llama-bench -nr "
-                             "(default 0)")
+                        help="0|1 list, the inverse of --repack (older llama-bench's spelling)")
+    parser.add_argument("--poll", type=comma_list(options.nonneg_int), default=(50,),
+                        help="threadpool polling level list, 0-100 (default 50, as llama-bench)")
+    parser.add_argument("--cpu-mask", dest="cpu_mask", type=comma_list(cpu_mask), default=("0x0",),
+                        help="CPU affinity mask list, hex (default 0x0: the default affinity)")
+    parser.add_argument("--cpu-strict", dest="cpu_strict", type=comma_list(options.on_off), default=(False,),
+                        help="strict CPU placement, 0|1 list (default 0)")
+    parser.add_argument("--prio", type=int, choices=(-1, 0, 1, 2, 3), default=0,
+                        help="thread priority: -1 low, 0 normal, 1 medium, 2 high, 3 realtime (default 0)")
     parser.add_argument("-r", "--repetitions", type=options.positive_int, default=3, help="repetitions (default 3)")
     options.add_output(parser, choices=(OutputFormat.MD, OutputFormat.CSV, OutputFormat.JSON, OutputFormat.JSONL),
                        default=OutputFormat.MD)
@@ -52,6 +62,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="JSON Lines file to append to (default reports/<label>/bench.jsonl)")
     parser.add_argument("--resume", action="store_true", help="skip tests already in --results")
     parser.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
+
+
+def cpu_mask(text: str) -> str:
+    from ..llama.engine import parse_cpu_mask
+
+    try:
+        parse_cpu_mask(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a hex CPU mask (e.g. 0x3)") from None
+    return text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,10 +85,13 @@ def run(args: argparse.Namespace) -> int:
     from ..results.jsonl import check_destination
 
     threads = args.n_threads or (psutil.cpu_count(logical=False) or 1,)
+    if args.repack is not None:
+        args.no_repack = tuple(not r for r in args.repack)
     spec = SweepSpec(n_ctx=args.n_ctx, n_prompt=args.n_prompt, n_gen=args.n_gen, depths=args.depths,
                      type_k=args.type_k, type_v=args.type_v, flash_attn=args.flash_attn,
                      n_gpu_layers=args.n_gpu_layers, n_batch=args.n_batch, n_ubatch=args.n_ubatch,
-                     n_threads=threads, no_repack=args.no_repack, repetitions=args.repetitions)
+                     n_threads=threads, no_repack=args.no_repack, poll=args.poll, cpu_mask=args.cpu_mask,
+                     cpu_strict=args.cpu_strict, prio=args.prio, repetitions=args.repetitions)
     if any(c == 0 for c in spec.n_ctx):
         raise UsageError("-c 0 is not allowed in a sweep: give the context length")
     plan_cells, plan_tests = cells(spec), tests(spec)

@@ -101,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
     repack_note = None
     if not gpu and sysinfo.has_amx() and not source.is_catalog:
         # ggml's AMX repack of Q4_K weights crashed llama.cpp (SIGSEGV in decode) on a real Gemma 3 Q4_K_M here
-        bench_argv += ["-nr", "1"]
-        repack_note = "bench ran with -nr 1: this CPU has AMX, and llama.cpp's AMX-repacked quantized weights crash in decode"
+        bench_argv += ["--repack", "0"]
+        repack_note = ("bench ran with --repack 0: this CPU reports AMX, and llama.cpp's AMX-repacked quantized weights "
+                       "crash in decode here (llama-bench itself dies with SIGILL)")
     steps = [
         ("inspect: layer layout and theoretical footprint", ["inspect", args.model, "--ctx", ctx, "--results", str(results)]),
         ("verify: theory against llama.cpp's own allocation lines (dry run)",

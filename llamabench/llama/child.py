@@ -42,8 +42,11 @@ def _create(job: dict):
     gpu_before = sysinfo.gpu_used_bytes()
     start = time.perf_counter()
     try:
+        from .engine import Threads
+
+        threads = Threads(**job["threads"]) if job.get("threads") else None
         session = Session(job["path"], settings, n_threads=job.get("n_threads"),
-                          extra_bufts=job.get("extra_bufts", True), **placement)
+                          extra_bufts=job.get("extra_bufts", True), threads=threads, **placement)
     except LlamabenchError as exc:
         emit("failed", reason=str(exc))
         return None

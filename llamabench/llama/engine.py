@@ -203,6 +203,61 @@ def _reason(log_lines: list[str], default: str) -> str:
     return default
 
 
+GGML_MAX_N_THREADS = 512
+
+
+class _ThreadpoolParams(ctypes.Structure):  # struct ggml_threadpool_params (ggml.h)
+    _fields_ = [("cpumask", ctypes.c_bool * GGML_MAX_N_THREADS), ("n_threads", ctypes.c_int), ("prio", ctypes.c_int),
+                ("poll", ctypes.c_uint32), ("strict_cpu", ctypes.c_bool), ("paused", ctypes.c_bool)]
+
+
+@dataclass(frozen=True)
+class Threads:
+    """The CPU threadpool llama-bench attaches to every context (its -t, --poll, --prio, --cpu-mask, --cpu-strict)."""
+
+    n_threads: int
+    poll: int = 50  # 0 no polling .. 100 aggressive; llama-bench's default 50
+    prio: int = 0  # -1 low, 0 normal, 1 medium, 2 high, 3 realtime
+    cpu_mask: str = "0x0"  # hex, as llama-bench; 0 keeps the default affinity
+    cpu_strict: bool = False
+
+
+def parse_cpu_mask(mask: str) -> list[bool]:
+    """common/common.cpp parse_cpu_mask: hex digits, lowest bit = CPU 0, '0x' optional."""
+    digits = mask[2:] if mask.lower().startswith("0x") else mask
+    digits = digits[:128]
+    bits = [False] * GGML_MAX_N_THREADS
+    for pos, char in enumerate(reversed(digits)):
+        value = int(char, 16)  # ValueError on a character that is not hex
+        for b in range(4):
+            if value >> b & 1:
+                bits[pos * 4 + b] = True
+    return bits
+
+
+def _threadpool(threads: Threads):
+    """ggml_threadpool_new with llama-bench's settings; the caller frees it after the context."""
+    import llama_cpp
+
+    lib_dir = __import__("pathlib").Path(llama_cpp.__file__).parent / "lib"
+    base = ctypes.CDLL(str(lib_dir / "libggml-base.so"))
+    cpu = ctypes.CDLL(str(lib_dir / "libggml-cpu.so"))
+    base.ggml_threadpool_params_init.argtypes = [ctypes.POINTER(_ThreadpoolParams), ctypes.c_int]
+    cpu.ggml_threadpool_new.argtypes = [ctypes.POINTER(_ThreadpoolParams)]
+    cpu.ggml_threadpool_new.restype = ctypes.c_void_p
+    cpu.ggml_threadpool_free.argtypes = [ctypes.c_void_p]
+    params = _ThreadpoolParams()
+    base.ggml_threadpool_params_init(ctypes.byref(params), threads.n_threads)
+    mask = parse_cpu_mask(threads.cpu_mask)
+    for i, bit in enumerate(mask):
+        params.cpumask[i] = bit
+    params.strict_cpu, params.poll, params.prio = threads.cpu_strict, threads.poll, threads.prio
+    pool = cpu.ggml_threadpool_new(ctypes.byref(params))
+    if not pool:
+        raise EngineError(f"ggml could not create a threadpool of {threads.n_threads} threads")
+    return pool, cpu.ggml_threadpool_free
+
+
 class _Closing:
     """`with` support for the classes below, which free their llama.cpp objects in close()."""
 
@@ -289,7 +344,7 @@ class Session(_Closing):
     """A real model and context (weights loaded, KV allocated), for timed decoding in this process."""
 
     def __init__(self, path: str, settings: CacheSettings, *, n_gpu_layers: int = 0, n_threads: int | None = None,
-                 extra_bufts: bool = True, n_cpu_moe: int = 0, rpc: str | None = None):
+                 extra_bufts: bool = True, n_cpu_moe: int = 0, rpc: str | None = None, threads: Threads | None = None):
         lc = _llama()
         self._lc = lc
         self.settings = settings
@@ -307,6 +362,12 @@ class Session(_Closing):
                 self.close()
                 raise EngineError(f"llama.cpp could not create the context: {reason}")
             self.log = "".join(lines)
+        self._threadpool = None
+        if threads is not None:  # as llama-bench: one threadpool, attached for decode and batch
+            self._threadpool, self._free_threadpool = _threadpool(threads)
+            lib = lc.llama_cpp._lib
+            lib.llama_attach_threadpool.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+            lib.llama_attach_threadpool(self._ctx, self._threadpool, None)
         self.allocations = parse_allocations(self.log)
         self.n_ctx = int(lc.llama_n_ctx(self._ctx))
         self.n_batch = int(lc.llama_n_batch(self._ctx))
@@ -397,6 +458,9 @@ class Session(_Closing):
         if self._ctx:
             self._lc.llama_free(self._ctx)
             self._ctx = None
+        if getattr(self, "_threadpool", None):
+            self._free_threadpool(self._threadpool)
+            self._threadpool = None
         if self._model:
             self._lc.llama_model_free(self._model)
             self._model = None

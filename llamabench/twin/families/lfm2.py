@@ -28,7 +28,8 @@ def adjust_keys(keys: dict, arch: str) -> None:
     n_head = n_head[0] if isinstance(n_head, (tuple, list)) else n_head
     # key_length was pinned to source n_embd / n_head (or is the source's own head size, and
     # llama.cpp's wq {n_embd, n_embd} needs n_head x head_dim == n_embd anyway)
-    keys[f"{arch}.embedding_length"] = int(n_head) * int(keys[f"{arch}.attention.key_length"])
+    head_dim = keys.get(f"{arch}.attention.key_length") or keys[f"{arch}.embedding_length"] // int(n_head)
+    keys[f"{arch}.embedding_length"] = int(n_head) * int(head_dim)
 
 
 def tensors(t: TwinContext) -> list[TensorSpec]:
