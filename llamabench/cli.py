@@ -10,7 +10,7 @@ import sys
 from . import __version__
 from .errors import LlamabenchError
 
-COMMANDS = ("inspect", "twin", "verify", "bench", "fit", "report", "demo")
+COMMANDS = ("inspect", "twin", "verify", "bench", "fit", "roofline", "report", "demo")
 
 
 class OneLineParser(argparse.ArgumentParser):

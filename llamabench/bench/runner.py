@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .. import stats, sysinfo, versions
+from .. import bandwidth, speed, stats, sysinfo, versions
 from ..errors import LlamabenchError
 from ..footprint import compute_footprint
 from ..layout import ModelGeometry
@@ -57,9 +57,38 @@ def _memory(alloc_event: dict) -> dict:
             "gpu_note": None if gb is not None else sysinfo.gpu_note()}
 
 
+@dataclass(frozen=True)
+class WeightsBasis:
+    """What the roofline of a bench record needs of the weights: all bytes, and those one decoded token reads."""
+
+    all_bytes: int
+    active_bytes: int
+    basis: str
+
+
+def roofline_block(geometry: ModelGeometry, weights: WeightsBasis | None, cell: Cell, test: Test,
+                   avg_ts: float | None, peak_gbps: float | None) -> dict | None:
+    """Bytes (and attention FLOPs) per token of this test, the bandwidth that achieves, and its share of the peak."""
+    if weights is None:
+        return None
+    cost = speed.test_cost(geometry, cell.settings(), weights.all_bytes, weights.active_bytes, str(test.kind),
+                           test.depth, test.n_tokens)
+    achieved = cost.total_bytes * avg_ts / 1e9 if avg_ts else None
+    gqa = speed.token_cost(geometry, cell.settings(), weights.active_bytes, test.depth + test.n_tokens // 2,
+                           as_full_gqa=True) if test.kind == "tg" else None
+    return {"bytes_per_token": cost.total_bytes, "weights_bytes": cost.weights_bytes, "kv_read_bytes": cost.kv_bytes,
+            "recurrent_bytes": cost.recurrent_bytes, "attention_flops": cost.attention_flops,
+            "full_gqa_bytes_per_token": gqa.total_bytes if gqa else None,
+            "full_gqa_attention_flops": gqa.attention_flops if gqa else None,
+            "achieved_gbps": round(achieved, 2) if achieved else None, "peak_gbps": peak_gbps,
+            "mbu": round(achieved / peak_gbps, 4) if achieved and peak_gbps else None,
+            "basis": f"{weights.basis}; KV read at the test's middle depth" if test.kind == "tg"
+                     else f"{weights.basis}; every weight once per ubatch"}
+
+
 def make_record(model: ModelRef, geometry: ModelGeometry, cell: Cell, test: Test, spec: SweepSpec,
                 alloc_event: dict | None, *, reason: str | None = None, samples_ns: list[int] | None = None,
-                machine: dict, versions_block: dict) -> BenchRecord:
+                machine: dict, versions_block: dict, weights: WeightsBasis | None = None) -> BenchRecord:
     theory = theory_block(geometry, cell)
     alloc = Allocations.from_dict(alloc_event["allocations"]) if alloc_event else None
     samples_ts = [stats.tokens_per_second(test.n_tokens, ns) for ns in samples_ns] if samples_ns else []
@@ -75,18 +104,33 @@ def make_record(model: ModelRef, geometry: ModelGeometry, cell: Cell, test: Test
         avg_ts=stats.mean(samples_ts) if samples_ts else None,
         stddev_ts=stats.stddev(samples_ts) if samples_ts else None,
         allocations=alloc, theory=theory, diff=diff_block(theory, alloc),
-        memory=_memory(alloc_event) if alloc_event else None, machine=machine, versions=versions_block)
+        memory=_memory(alloc_event) if alloc_event else None, machine=machine, versions=versions_block,
+        roofline=roofline_block(geometry, weights, cell, test, stats.mean(samples_ts) if samples_ts else None,
+                                machine.get("memory_bandwidth", {}).get("peak_gbps")))
 
 
 def recorded_keys(path: Path, label: str) -> set[str]:
     return {r.key for r in read_records(path).records if isinstance(r, BenchRecord) and r.model.label == label}
 
 
+def machine_bandwidth(gpu: bool) -> dict:
+    """The peak the MBU is measured against: NVML's for a GPU run, a STREAM-style probe on the CPU."""
+    if gpu:
+        peak = bandwidth.gpu_peak_gbps()
+        if peak:
+            return {"peak_gbps": round(peak, 1), "method": "NVML: max memory clock x bus width x 2"}
+    probe = bandwidth.measure()
+    return {"peak_gbps": max(probe.copy_gbps, probe.triad_gbps), **probe.to_dict()}
+
+
 def run_sweep(model: ModelRef, geometry: ModelGeometry, spec: SweepSpec, results_path: Path, *, resume: bool = False,
-              on_event: Callable[[str, dict], None] | None = None) -> SweepOutcome:
+              on_event: Callable[[str, dict], None] | None = None, weights: WeightsBasis | None = None,
+              measure_bandwidth: bool = True) -> SweepOutcome:
     outcome = SweepOutcome()
     done = recorded_keys(results_path, model.label) if resume else set()
     machine, versions_block = sysinfo.machine_block(), versions.versions_block()
+    if measure_bandwidth:
+        machine["memory_bandwidth"] = machine_bandwidth(gpu=any(c.n_gpu_layers for c in cells(spec)))
     plan_tests, plan_cells = tests(spec), cells(spec)
     notify = on_event or (lambda kind, data: None)
 
@@ -122,7 +166,8 @@ def run_sweep(model: ModelRef, geometry: ModelGeometry, spec: SweepSpec, results
                 test = by_name[event["name"]]
                 reported.add(test.name)
                 save(make_record(model, geometry, cell, test, spec, state["alloc"], reason=event.get("reason"),
-                                 samples_ns=event.get("samples_ns"), machine=machine, versions_block=versions_block))
+                                 samples_ns=event.get("samples_ns"), machine=machine, versions_block=versions_block,
+                                 weights=weights))
 
         try:
             child = run_child(job, on_child)

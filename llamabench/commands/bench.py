@@ -79,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
     from ..bench.plan import SweepSpec, cells, tests
     from ..bench.progress import Progress
-    from ..bench.runner import run_sweep
+    from ..bench.runner import WeightsBasis, run_sweep
+    from ..speed import weights_per_token
     from ..layout import geometry_from_metadata
     from ..render.bench import render
     from ..results.jsonl import check_destination
@@ -109,9 +110,13 @@ def run(args: argparse.Namespace) -> int:
     path = source.gguf_for_llama()
     geometry = geometry_from_metadata(source.llama_metadata)
     model = source.model_block(geometry.architecture, loaded=path)
+    weights, active = weights_per_token(source.llama_metadata, geometry)
+    basis = WeightsBasis(weights.total_bytes + weights.tied_output_bytes, active,
+                         f"weights from the tensor infos of {'the geometry twin' if source.is_catalog else 'the GGUF'}: "
+                         f"{active / 2**20:.2f} MiB read per decoded token")
     progress = Progress(len(plan_cells) * len(plan_tests), enabled=sys.stderr.isatty())
     try:
-        outcome = run_sweep(model, geometry, spec, results, resume=args.resume, on_event=progress)
+        outcome = run_sweep(model, geometry, spec, results, resume=args.resume, on_event=progress, weights=basis)
     finally:
         progress.close()
     if outcome.records:

@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import catalog
+from .. import catalog, speed
 from ..errors import LlamabenchError
 from ..fit.search import PlacementKind
 from ..footprint import CacheSettings, compute_footprint
@@ -61,6 +61,57 @@ def _components(results: ModelResults) -> list[tuple[str, float | None, float | 
     return []
 
 
+def _cost(r) -> speed.TokenCost:
+    rf = r.roofline
+    return speed.TokenCost(r.params["depth"], rf["weights_bytes"], rf["kv_read_bytes"], rf["recurrent_bytes"],
+                           rf["attention_flops"])
+
+
+def roofline_series(bench: list) -> list[dict]:
+    """Per machine and configuration with tg at two depths or more: the speed model calibrated on the
+    shallowest and deepest, its prediction at every measured depth, and the full-GQA counterfactual."""
+    groups: dict[tuple, list] = {}
+    for r in bench:
+        if r.ok and r.params["kind"] == "tg" and r.roofline and r.roofline.get("full_gqa_bytes_per_token"):
+            p = r.params
+            groups.setdefault((r.series, p["n_ctx"], p["type_k"], p["type_v"], p["flash_attn"]), []).append(r)
+    out = []
+    for (machine, n_ctx, tk, tv, fa), records in sorted(groups.items()):
+        records = sorted(records, key=lambda r: r.params["depth"])
+        if len({r.params["depth"] for r in records}) < 2:
+            continue
+        lo, hi = records[0], records[-1]
+        model = speed.calibrate(_cost(lo), lo.avg_ts, _cost(hi), hi.avg_ts)
+
+        def gqa(r):
+            return speed.TokenCost(r.params["depth"], r.roofline["full_gqa_bytes_per_token"], 0, 0,
+                                   r.roofline["full_gqa_attention_flops"])
+
+        points = [{"depth": r.params["depth"], "measured": r.avg_ts, "predicted": model.tokens_per_second(_cost(r)),
+                   "full_gqa": model.tokens_per_second(gqa(r)), "mbu": r.roofline.get("mbu"),
+                   "bytes_per_token": r.roofline["bytes_per_token"], "achieved_gbps": r.roofline.get("achieved_gbps")}
+                  for r in records]
+        out.append({"label": f"{machine}, n_ctx {n_ctx:,}, {tk}/{tv}", "basis": model.basis, "points": points,
+                    "line": points, "bandwidth_gbps": model.bandwidth / 1e9, "compute_tflops": model.compute / 1e12,
+                    "peak_gbps": records[0].roofline.get("peak_gbps")})
+    return out
+
+
+def _roofline_md(series: list[dict]) -> str:
+    lines = []
+    for s in series:
+        lines.append(f"**{s['label']}**: time per token = bytes / {s['bandwidth_gbps']:.1f} GB/s + attention FLOPs / "
+                     f"{s['compute_tflops']:.3f} TFLOPS ({s['basis']}); measured peak bandwidth "
+                     f"{s['peak_gbps']} GB/s\n")
+        rows = [[f"{p['depth']:,}", f"{p['bytes_per_token'] / MIB:.1f}", f"{p['measured']:.2f}", f"{p['predicted']:.2f}",
+                 f"{(p['predicted'] - p['measured']) / p['measured'] * 100:+.1f}%",
+                 "-" if p["mbu"] is None else f"{p['mbu'] * 100:.1f}%", f"{p['full_gqa']:.2f}"] for p in s["points"]]
+        lines.append(render_markdown(["depth", "MiB/token", "measured t/s", "model t/s", "error", "MBU",
+                                      "full GQA t/s (model)"], rows, align="rrrrrrr"))
+        lines.append("")
+    return "\n".join(lines)
+
+
 def _layout_md(inspection: dict) -> str:
     groups: dict[tuple, list[int]] = {}
     for layer in inspection["layers"]:
@@ -100,19 +151,22 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str], so
     if fit:
         n_ctx = fit.contexts[0]
         written += plots.budget_bars(out_dir, name, [r for r in fit.rows if r.settings.n_ctx == n_ctx], n_ctx)
+    series = roofline_series(results.bench)
     if results.bench:
         written += plots.speed_vs_depth(out_dir, name, results.bench)
+    if series:
+        written += plots.roofline(out_dir, name, series)
     components = _components(results)
     if components:
         written += plots.theory_vs_measured(out_dir, name, components)
 
-    md = _markdown(results, name, inspection, records, fit, components, written, sources)
+    md = _markdown(results, name, inspection, records, fit, components, written, sources, series)
     (out_dir / "report.md").write_text(md)
     return {"out_dir": str(out_dir), "records": records, "files": [str(p) for p in written]
             + [str(out_dir / "record.json"), str(out_dir / "report.md")]}
 
 
-def _markdown(results: ModelResults, name, inspection, records, fit, components, written, sources) -> str:
+def _markdown(results: ModelResults, name, inspection, records, fit, components, written, sources, series) -> str:
     plot_names = {p.stem for p in written}
     lines = [f"# {name}: KV efficiency report", "",
              f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')} by llamabench from "
@@ -157,6 +211,15 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
                       "real model's speed.", ""]
         if "speed_vs_depth" in plot_names:
             lines += ["![speed against depth](speed_vs_depth.png)", ""]
+    if series:
+        lines += ["## Speed against the bytes each token reads", "",
+                  "Each decoded token reads its active weights, the KV of every cached layer up to its depth (SWA "
+                  "layers up to their window) and the recurrent state; the model time per token = bytes / bandwidth "
+                  "+ attention FLOPs / compute is calibrated on the shallowest and deepest measured depth and "
+                  "predicts the others. The full-GQA column is the same calibrated model with every mixer layer "
+                  "cached as full attention.", "", _roofline_md(series)]
+        if "roofline" in plot_names:
+            lines += ["![roofline](roofline.png)", ""]
     lines += ["## kv_efficiency record", "", "```json", json.dumps(records if len(records) > 1 else records[0], indent=2),
               "```", ""]
     source = (results.bench or results.verify or results.inspect)[-1]

@@ -127,6 +127,15 @@ def build_record(label: str, model_name: str, inspection: dict, verify: list[Ver
         notes.append("also measured on: " + ", ".join(others) + " (see report.md)")
     if measured_kv is not None and abs(measured_kv - kv_bytes_at_context) > MIB // 200:
         notes.append(f"measured KV differs from theory by {(measured_kv - kv_bytes_at_context) / MIB:+.2f} MiB")
+    deepest_tg = [r for r in timed if r.params["kind"] == "tg" and r.params["depth"] == depth and r.roofline]
+    bytes_basis = None
+    if deepest_tg:
+        rf = deepest_tg[0].roofline
+        bytes_basis = (f"decode at depth {depth:,} reads {rf['bytes_per_token']:,} B per token (weights "
+                       f"{rf['weights_bytes']:,} + KV {rf['kv_read_bytes']:,} + recurrent state read and written "
+                       f"{rf['recurrent_bytes']:,}); at {deepest_tg[0].avg_ts:.2f} t/s that is "
+                       f"{rf['achieved_gbps']} GB/s" + (f", {rf['mbu'] * 100:.1f}% of the measured {rf['peak_gbps']} GB/s"
+                                                        if rf.get("mbu") else ""))
     if inspection.get("beyond_trained_context"):
         notes.append(f"n_ctx {context_length:,} is beyond the trained context {inspection['n_ctx_train']:,}")
 
@@ -147,4 +156,5 @@ def build_record(label: str, model_name: str, inspection: dict, verify: list[Ver
         "measured_prefill_tok_s": measured_pp,
         "measured_decode_tok_s": measured_tg,
         "measured_depth": depth,
+        "measured_bytes_per_token_basis": bytes_basis,
     }

@@ -155,6 +155,7 @@ class BenchRecord(Record):
     theory: dict = field(default_factory=dict)
     diff: dict | None = None
     memory: dict | None = None
+    roofline: dict | None = None  # bytes per token of this test, achieved bandwidth, MBU (bench.runner)
     kind: RecordKind = RecordKind.BENCH
 
     @property
@@ -180,7 +181,7 @@ class BenchRecord(Record):
                 "params": self.params, "samples_ns": self.samples_ns, "samples_ts": self.samples_ts,
                 "avg_ts": self.avg_ts, "stddev_ts": self.stddev_ts,
                 "llama_cpp": self.allocations.to_dict() if self.allocations else None, "theory": self.theory,
-                "diff": self.diff, "memory": self.memory}
+                "diff": self.diff, "memory": self.memory, "roofline": self.roofline}
 
     @classmethod
     def from_dict(cls, data: dict) -> "BenchRecord":
@@ -190,6 +191,7 @@ class BenchRecord(Record):
                    samples_ts=list(data.get("samples_ts") or []), avg_ts=data.get("avg_ts"),
                    stddev_ts=data.get("stddev_ts"), allocations=Allocations.from_dict(alloc) if alloc else None,
                    theory=dict(data.get("theory") or {}), diff=data.get("diff"), memory=data.get("memory"),
+                   roofline=data.get("roofline"),
                    **cls._envelope(data))
 
 

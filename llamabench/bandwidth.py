@@ -1,0 +1,88 @@
+"""The machine's memory bandwidth, measured: a STREAM-style copy and triad over arrays far larger than cache.
+
+One numpy thread per CPU core, each on its own slice, best of several passes; bytes counted as
+STREAM counts them (copy 16, triad 24 bytes per float64 element). On a GPU build the card's own
+figure comes from NVML instead (memory clock x bus width), see `gpu_peak_gbps`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass
+
+N_BYTES_PER_ARRAY = 256 * 2**20  # 3 arrays of 256 MiB: well past any CPU cache
+PASSES = 5
+
+
+@dataclass(frozen=True)
+class Bandwidth:
+    copy_gbps: float
+    triad_gbps: float
+    threads: int
+    method: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _timed(fn, slices, threads: int) -> float:
+    barrier = threading.Barrier(threads + 1)
+    done = []
+
+    def work(part):
+        barrier.wait()
+        fn(part)
+        done.append(time.perf_counter())
+
+    workers = [threading.Thread(target=work, args=(s,)) for s in slices]
+    for w in workers:
+        w.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for w in workers:
+        w.join()
+    return max(done) - start
+
+
+def measure(threads: int | None = None, n_bytes: int = N_BYTES_PER_ARRAY, passes: int = PASSES) -> Bandwidth:
+    import numpy as np
+
+    threads = threads or os.cpu_count() or 1
+    n = n_bytes // 8
+    a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
+    bounds = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
+    scalar = 3.0
+
+    def copy(part):
+        lo, hi = part
+        np.copyto(a[lo:hi], b[lo:hi])
+
+    def triad(part):
+        lo, hi = part
+        np.multiply(c[lo:hi], scalar, out=a[lo:hi])
+        np.add(a[lo:hi], b[lo:hi], out=a[lo:hi])
+
+    best_copy = min(_timed(copy, bounds, threads) for _ in range(passes))
+    best_triad = min(_timed(triad, bounds, threads) for _ in range(passes))
+    # the two-step triad moves c -> a, then a + b -> a: 40 bytes per element; STREAM's triad counts 24
+    return Bandwidth(copy_gbps=round(16 * n / best_copy / 1e9, 2), triad_gbps=round(40 * n / best_triad / 1e9, 2),
+                     threads=threads, method=f"numpy STREAM-style copy and triad, {threads} threads, 3 x "
+                                          f"{n_bytes // 2**20} MiB float64, best of {passes}")
+
+
+def gpu_peak_gbps() -> float | None:
+    """NVML: max memory clock (MHz) x bus width (bits) x 2 (double data rate) / 8, of GPU 0."""
+    from .sysinfo import _nvml
+
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(0)
+        clock_mhz = nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)
+        bus_bits = nvml.nvmlDeviceGetMemoryBusWidth(handle)
+    except Exception:
+        return None
+    return clock_mhz * 1e6 * bus_bits * 2 / 8 / 1e9
