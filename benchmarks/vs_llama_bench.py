@@ -55,7 +55,8 @@ def run_ours(model: str, a) -> tuple[dict[str, float], float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", default=None)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=4, help="even, so that each tool goes first equally often")
+    ap.add_argument("--warmup-rounds", type=int, default=1, help="rounds run first and not counted")
     ap.add_argument("-p", default="256")
     ap.add_argument("-n", default="32")
     ap.add_argument("-d", default="0,2048")
@@ -77,6 +78,8 @@ def main() -> None:
             int(x) for x in a.n.split(","))
     ratios: dict[str, list[float]] = {}
     walls: list[float] = []
+    for _ in range(a.warmup_rounds):  # page cache, CPU clocks: the first runs pay for both
+        run_ours(a.model, a), run_llama_bench(a.tools, a.model, a)
     for rnd in range(a.rounds):
         order = ("ours", "theirs") if rnd % 2 == 0 else ("theirs", "ours")
         results = {}
@@ -91,7 +94,7 @@ def main() -> None:
         print(f"round {rnd + 1} ({' then '.join(order)}): {line}; wall {wall_ours:.1f} s / {wall_theirs:.1f} s",
               file=sys.stderr)
     print(f"{Path(a.model).name}: -p {a.p} -n {a.n} -d {a.d} -r {a.r} -t {a.t} -fa 1 --repack {a.repack}, "
-          f"{a.rounds} rounds alternating")
+          f"{a.rounds} rounds alternating after {a.warmup_rounds} warm-up round(s)")
     print(f"{'test':<18} {'median bench / llama-bench t/s':>32}   per round")
     for name, values in ratios.items():
         print(f"{name:<18} {statistics.median(values):>32.3f}   " + " ".join(f"{v:.3f}" for v in values))

@@ -72,7 +72,14 @@ def test_each_command_then_report_on_a_file(gemma, tmp_path, capsys):
                  ["bench", str(gemma), "-c", "4096", "-p", "16", "-n", "2", "-d", "0,256", "-r", "1", "-t", "2",
                   "--repack", "0"]):
         assert main(argv + ["--results", str(results)]) == 0, argv
-    labels = {json.loads(line)["model"]["label"] for line in results.read_text().splitlines()}
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    labels = {r["model"]["label"] for r in lines}
+    tg = next(r for r in lines if r.get("test") == "tg2 @ d256")
+    roof = tg["roofline"]
+    # the output matrix is token_embd (tied): every layer's weights and it, 246.6 MB, are read per token
+    assert roof["weights_bytes"] == 246_587_904 + 178_257_920 - 178_257_920
+    assert roof["kv_read_bytes"] == 3 * 1024 * 257 + 15 * 1024 * 257  # depth 256 + 1: inside the 512 window
+    assert 0 < roof["mbu"] < 1.5 and roof["achieved_gbps"] == round(roof["bytes_per_token"] * tg["avg_ts"] / 1e9, 2)
     assert labels == {"gemma-3-270m-q4_k_m"}  # one label for the file, whatever the command
     assert main(["report", str(results), "--out-dir", str(tmp_path / "rep")]) == 0
     assert json.loads((tmp_path / "rep" / "record.json").read_text())["measured_prefill_tok_s"] > 0
