@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import struct
 from pathlib import Path
+
+from gguf import GGUFValueType
 
 from .errors import BadModelFile
 from .metadata import ModelMetadata, TensorInfo
 
-import struct
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -62,38 +64,74 @@ def _field_value(field):
     return field.contents()
 
 
+MIN_TENSOR_INFO_BYTES = 8 + 1 + 4 + 8 + 4 + 8  # name length, a 1-byte name, n_dims, one dim, type, offset
+MIN_KV_BYTES = 8 + 1 + 4 + 1  # key length, a 1-byte key, value type, a 1-byte value
+MESSAGE_CHARS = 80  # metadata strings quoted in a message are cut to this
+
+
+def cut(value, limit: int = MESSAGE_CHARS) -> str:
+    """A metadata value for a one-line message: repr, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 20] + f"... ({len(text):,} chars)"
+
+
+def check_regular_file(path: Path, what: str = "GGUF file") -> None:
+    """A regular file, or a one-line error at once: a FIFO or a device would block or never end."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise BadModelFile(f"{path}: no such file") from None
+    except OSError as exc:
+        raise BadModelFile(f"{path}: cannot be read ({exc.strerror})") from None
+    if stat.S_ISDIR(mode):
+        raise BadModelFile(f"{path}: is a directory, not a {what}")
+    if not stat.S_ISREG(mode):
+        raise BadModelFile(f"{path}: not a regular file (a FIFO, socket or device), not a {what}")
+
+
 def read_metadata(path: str | os.PathLike) -> ModelMetadata:
     """Read a GGUF's metadata keys and tensor infos. Every failure is a one-line BadModelFile."""
     path = Path(path)
-    if not path.exists():
-        raise BadModelFile(f"{path}: no such file")
-    if path.is_dir():
-        raise BadModelFile(f"{path}: is a directory, not a GGUF file")
+    check_regular_file(path)
     file_bytes = path.stat().st_size
     with open(path, "rb") as f:
-        head = f.read(8)
+        head = f.read(24)
     if len(head) < 8 or head[:4] != GGUF_MAGIC:
         raise BadModelFile(f"{path}: not a GGUF file (no GGUF magic at the start)")
     version = int.from_bytes(head[4:8], "little")
     if version not in SUPPORTED_VERSIONS:
         raise BadModelFile(f"{path}: GGUF version {version} is not supported (llama.cpp reads versions 2 and 3)")
+    if len(head) < 24:
+        raise BadModelFile(f"{path}: truncated GGUF header ({file_bytes} bytes)")
+    n_tensors, n_kv = int.from_bytes(head[8:16], "little"), int.from_bytes(head[16:24], "little")
+    if n_tensors * MIN_TENSOR_INFO_BYTES + n_kv * MIN_KV_BYTES > file_bytes:
+        raise BadModelFile(f"{path}: truncated or corrupt GGUF header: {n_tensors:,} tensors and {n_kv:,} keys cannot fit in "
+                           f"{file_bytes:,} bytes")
 
     try:
         reader = _skimming_reader_class()(path, "r")
     except Exception as exc:  # the reader raises ValueError, IndexError, struct errors...
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BadModelFile(f"{path}: unreadable or truncated GGUF ({reason})") from exc
+        raise BadModelFile(f"{path}: unreadable or truncated GGUF ({cut(reason, 200)})") from exc
 
-    keys = {}
+    keys, types, lengths = {}, {}, {}
     try:
         for name, field in reader.fields.items():
             if name.startswith("GGUF."):
                 continue
+            if field.types and field.types[0] == GGUFValueType.ARRAY:
+                lengths[name] = int(field.parts[4][0])  # parts: key length, key, value type, item type, count
             if name.startswith(SKIPPED_ARRAY_PREFIXES) and len(field.data) > 1:
                 continue
             if len(field.types) > 1 and not field.data:  # a skimmed long array
+                if not name.startswith(SKIPPED_ARRAY_PREFIXES):
+                    raise BadModelFile(f"{path}: key {cut(name)} holds {lengths[name]:,} entries, more than any "
+                                       f"llama.cpp layer array ({SKIM_ARRAYS_ABOVE:,} read at most)")
                 continue
             keys[name] = _field_value(field)
+            types[name] = tuple(int(t) for t in field.types)
         tensors = tuple(
             TensorInfo(
                 name=t.name,
@@ -105,19 +143,25 @@ def read_metadata(path: str | os.PathLike) -> ModelMetadata:
             for t in reader.tensors
         )
         data_end = max((int(t.data_offset) + int(t.n_bytes) for t in reader.tensors), default=0)
+    except BadModelFile:
+        raise
     except Exception as exc:
-        raise BadModelFile(f"{path}: corrupt GGUF metadata ({type(exc).__name__}: {exc})") from exc
+        raise BadModelFile(f"{path}: corrupt GGUF metadata ({type(exc).__name__}: {cut(str(exc), 200)})") from exc
     if data_end > file_bytes:
         raise BadModelFile(f"{path}: truncated GGUF: tensor data ends at byte {data_end}, the file has {file_bytes}")
 
     architecture = keys.get("general.architecture")
     if not isinstance(architecture, str) or not architecture:
         raise BadModelFile(f"{path}: missing required key general.architecture")
+    if len(architecture) > 64 or not architecture.isprintable():
+        raise BadModelFile(f"{path}: general.architecture is not an architecture name: {cut(architecture)}")
     return ModelMetadata(
         source=str(path),
         architecture=architecture,
         keys=keys,
         tensors=tensors,
         file_bytes=file_bytes,
-        name=str(keys.get("general.name", "")),
+        name=str(keys.get("general.name", ""))[:200],
+        value_types=types,
+        array_lengths=lengths,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import gguf_keys as K
+from .validate import check_for_llama
 from .footprint import CacheSettings, Footprint, compute_footprint
 from .layout import LayerGeometry, ModelGeometry, geometry_from_metadata
 from .metadata import CatalogEntry, ModelMetadata
@@ -111,6 +112,7 @@ def f16_kv_bytes_per_token(geometry: ModelGeometry) -> int:
 
 def inspect(metadata: ModelMetadata, settings: CacheSettings, entry: CatalogEntry | None = None) -> Inspection:
     geometry = geometry_from_metadata(metadata)
+    check_for_llama(metadata, geometry)
     return Inspection(metadata, geometry, compute_footprint(geometry, settings), entry)
 
 

@@ -120,6 +120,25 @@ class ModelGeometry:
         return tuple(layer for layer in self.layers if layer.kind is not LayerKind.NONE)
 
 
+UINT32, INT32, ARRAY = 4, 5, 9  # GGUFValueType codes llama.cpp's hparams accept (llama_model_loader::get_key)
+UINT32_MAX = 2**32 - 1
+MAX_HEAD_SIZE = 2**16  # per head: beyond any model llama.cpp runs (MLA's 576 is the widest known)
+
+
+def _check_type(meta: ModelMetadata, suffix: str, *, array_ok: bool) -> None:
+    """llama.cpp reads counts as uint32 scalars (or int32/uint32 arrays) and rejects other integer types."""
+    types = meta.value_types.get(f"{meta.architecture}.{suffix}")
+    if not types:
+        return  # a catalog entry: no GGUF types
+    from gguf import GGUFValueType
+
+    ok = types[0] == UINT32 or (array_ok and types[0] == ARRAY and len(types) > 1 and types[1] in (UINT32, INT32))
+    if not ok:
+        names = "/".join(GGUFValueType(t).name for t in types)
+        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} has type {names}; llama.cpp reads it "
+                           f"as UINT32{' (or an INT32/UINT32 array)' if array_ok else ''}")
+
+
 def _int(meta: ModelMetadata, suffix: str, default: int | None = None, *, required: bool = False) -> int:
     value = meta.arch_key(suffix)
     if value is None:
@@ -127,10 +146,17 @@ def _int(meta: ModelMetadata, suffix: str, default: int | None = None, *, requir
             raise BadModelFile(f"{meta.source}: missing required key {meta.architecture}.{suffix}")
         return default
     if isinstance(value, tuple) or isinstance(value, bool) or not isinstance(value, int):
-        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be an integer, got {value!r}")
+        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be an integer, got "
+                           f"{_cut(value)}")
+    _check_type(meta, suffix, array_ok=False)
     if value < 0:
         raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} is negative ({value})")
     return value
+
+
+def _cut(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:60] + f"... ({len(text):,} chars)"
 
 
 def _per_layer(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[int, ...]) -> tuple[int, ...]:
@@ -138,6 +164,7 @@ def _per_layer(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[in
     value = meta.arch_key(suffix)
     if value is None:
         return default
+    _check_type(meta, suffix, array_ok=True)
     if isinstance(value, tuple):
         if len(value) != n_layer:
             raise BadModelFile(
@@ -147,7 +174,7 @@ def _per_layer(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[in
             raise BadModelFile(f"{meta.source}: {meta.architecture}.{suffix} holds values that are not counts")
         return tuple(int(v) for v in value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be a count, got {value!r}")
+        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be a count, got {_cut(value)}")
     return (int(value),) * n_layer
 
 
@@ -219,6 +246,11 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
         head_k = head_v = 0
     head_k_swa = _int(meta, K.KEY_LENGTH_SWA, head_k)
     head_v_swa = _int(meta, K.VALUE_LENGTH_SWA, head_v)
+    for suffix, size in ((K.KEY_LENGTH, head_k), (K.VALUE_LENGTH, head_v), (K.KEY_LENGTH_SWA, head_k_swa),
+                         (K.VALUE_LENGTH_SWA, head_v_swa)):
+        if size > MAX_HEAD_SIZE:
+            raise BadModelFile(f"{meta.source}: {arch}.{suffix} is {size:,}: heads wider than {MAX_HEAD_SIZE:,} are "
+                               "not a model llama.cpp can run")
 
     for il in range(n_layer):
         if n_head_kv_arr[il] > 0 and n_head_arr[il] > 0 and n_head_kv_arr[il] > n_head_arr[il]:

@@ -30,6 +30,8 @@ class ModelMetadata:
     tensors: tuple[TensorInfo, ...] = ()
     file_bytes: int = 0
     name: str = ""
+    value_types: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # GGUFValueType(s) per key, files only
+    array_lengths: Mapping[str, int] = field(default_factory=dict)  # entries of every array key (skimmed ones too)
 
     def arch_key(self, suffix: str, default=None):
         """The value of `{architecture}.{suffix}`, or `default` when absent."""

@@ -59,6 +59,15 @@ class ModelSource:
         """Metadata and tensor infos of the file llama.cpp loads (the twin's for a catalog id)."""
         return self.metadata if self.path is not None else gguf_file.read_metadata(self.gguf_for_llama())
 
+    def llama_geometry(self):
+        """The layout of the file llama.cpp loads, after the checks for what would make llama.cpp abort."""
+        from .layout import geometry_from_metadata
+        from .validate import check_for_llama
+
+        geometry = geometry_from_metadata(self.llama_metadata)
+        check_for_llama(self.llama_metadata, geometry)
+        return geometry
+
     def model_block(self, architecture: str, *, loaded: Path | str | None = None, **extra):
         """The `model` block of a record (a ModelRef): who, and which file llama.cpp loaded, if any."""
         from .results.records import ModelRef

@@ -119,7 +119,7 @@ def machine_bandwidth(gpu: bool) -> dict:
         peak = bandwidth.gpu_peak_gbps()
         if peak:
             return {"peak_gbps": round(peak, 1), "method": "NVML: max memory clock x bus width x 2"}
-    probe = bandwidth.measure()
+    probe = bandwidth.cached_measure()
     return {"peak_gbps": max(probe.copy_gbps, probe.triad_gbps), **probe.to_dict()}
 
 

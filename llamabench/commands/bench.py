@@ -81,7 +81,6 @@ def run(args: argparse.Namespace) -> int:
     from ..bench.progress import Progress
     from ..bench.runner import WeightsBasis, run_sweep
     from ..speed import weights_per_token
-    from ..layout import geometry_from_metadata
     from ..render.bench import render
     from ..results.jsonl import check_destination
 
@@ -108,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     check_destination(results)  # before the first measurement, not after it
     path = source.gguf_for_llama()
-    geometry = geometry_from_metadata(source.llama_metadata)
+    geometry = source.llama_geometry()
     model = source.model_block(geometry.architecture, loaded=path)
     weights, active = weights_per_token(source.llama_metadata, geometry)
     basis = WeightsBasis(weights.total_bytes + weights.tied_output_bytes, active,

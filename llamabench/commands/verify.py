@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..llama import engine
+    from ..llama.worker import dry_runs
     from ..render.verify import render_verify
 
     source = model_source.resolve(args.model)
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if result.context_warning:
         print(f"llamabench: warning: {result.context_warning}", file=sys.stderr)
     path = source.gguf_for_llama()
-    dry = engine.dry_run(str(path), settings)
+    dry = dry_runs(str(path), [settings])[0]
     checks = compare(result.footprint, dry.allocations)
     ok = all_ok(checks)
     fp = result.footprint
@@ -72,16 +73,15 @@ def run_matrix(args: argparse.Namespace, source) -> int:
     import time
 
     from ..footprint import compute_footprint
-    from ..layout import geometry_from_metadata
-    from ..llama import engine
+    from ..llama.worker import dry_runs
     from ..verification import describe, matrix_settings
 
     start = time.perf_counter()
     path = str(source.gguf_for_llama())
-    geometry = geometry_from_metadata(source.llama_metadata)
+    geometry = source.llama_geometry()
     cells = matrix_settings(geometry.has_swa)
     bad = []
-    for settings, dry in zip(cells, engine.dry_run_many(path, cells)):
+    for settings, dry in zip(cells, dry_runs(path, cells)):
         checks = compare(compute_footprint(geometry, settings), dry.allocations)
         if not all_ok(checks):
             bad.append(describe(settings) + ": " + "; ".join(

@@ -13,6 +13,7 @@ from ..footprint import CacheSettings
 from ..layout import ModelGeometry, geometry_from_metadata
 from ..llama import engine
 from ..source import ModelSource
+from ..validate import check_for_llama
 from ..units import GIB, MIB
 from ..weights import WeightsBreakdown, breakdown
 from .probe import ComputeProbe
@@ -58,6 +59,7 @@ class FitSession:
                 weights_basis = "no published size in the catalog: every matrix at q4_0 (estimate)"
                 hint = f"{source.label}.gguf"
         geometry = geometry_from_metadata(meta)
+        check_for_llama(meta, geometry)
         recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
         weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis=weights_basis, scale_to_bytes=scale)
         compute_source = ("the GGUF" if source.path else

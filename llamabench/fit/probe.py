@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from ..footprint import CacheSettings
-from ..llama import engine
+from ..llama.worker import DryRunChild
 
 
 class ComputeProbe:
-    """Callable settings -> bytes, as `search.Fitter` takes it; one no_alloc model load, many contexts."""
+    """Callable settings -> bytes, as `search.Fitter` takes it; one no_alloc model load (in a child), many contexts."""
 
     def __init__(self, path: str):
         self.path = path
-        self._model: engine.DryRunModel | None = None
+        self._model: DryRunChild | None = None
         self._memo: dict[tuple, int] = {}
         self.backends: set[str] = set()
         self.calls = 0
@@ -20,7 +20,7 @@ class ComputeProbe:
         key = (settings.n_ctx, settings.type_k, settings.type_v, settings.flash_attn, settings.n_ubatch, settings.n_seq)
         if key not in self._memo:
             if self._model is None:
-                self._model = engine.DryRunModel(self.path)
+                self._model = DryRunChild(self.path)
             alloc = self._model.context(settings).allocations
             self.calls += 1
             self.backends |= set(alloc.compute_buffers_mib)

@@ -134,10 +134,37 @@ def _die_with_parent() -> None:
             pass
 
 
+def serve_dry_runs(job: dict) -> None:
+    """Load once with no_alloc, then answer one dry-run context per settings line on stdin until EOF."""
+    from .engine import DryRunModel
+
+    try:
+        model = DryRunModel(job["path"], n_gpu_layers=job.get("n_gpu_layers", 0), n_cpu_moe=job.get("n_cpu_moe", 0),
+                            rpc=job.get("rpc"))
+    except LlamabenchError as exc:
+        emit("failed", reason=str(exc))
+        return
+    with model:
+        emit("loaded", model_size_bytes=model.size, n_params=model.n_params)
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            try:
+                dry = model.context(CacheSettings(**json.loads(line)))
+            except LlamabenchError as exc:
+                emit("dry_failed", reason=str(exc))
+                continue
+            emit("dry", allocations=dry.allocations.to_dict(), n_ctx=dry.n_ctx, n_ctx_seq=dry.n_ctx_seq,
+                 n_seq_max=dry.n_seq_max)
+
+
 def main() -> int:
     _die_with_parent()
-    job = json.loads(sys.stdin.read())
+    job = json.loads(sys.stdin.readline())
     try:
+        if job["job"] == "dry_runs":
+            serve_dry_runs(job)
+            return 0
         run_job(job)
     except Exception as exc:  # report, then let the parent record the failure
         emit("failed", reason=f"{type(exc).__name__}: {exc}")

@@ -36,15 +36,38 @@ def signal_name(returncode: int) -> str:
     return f"exited with code {returncode}"
 
 
-def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
-    """Run one job in a child; `on_event` sees every event but "failed" (which ends up in ChildExit)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", "llamabench.llama.child"], stdin=subprocess.PIPE,
+def _start() -> subprocess.Popen:
+    # GGML_NO_BACKTRACE: an abort prints its assert line, not a gdb session
+    env = dict(os.environ, PYTHONUNBUFFERED="1", GGML_NO_BACKTRACE="1")
+    return subprocess.Popen([sys.executable, "-m", "llamabench.llama.child"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def last_error_line(stderr: str) -> str | None:
+    """llama.cpp's own last word before dying: its assert or error line."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for needle in ("GGML_ASSERT", "error", "terminate called", "what():", "Error"):
+        hits = [line for line in lines if needle in line]
+        if hits:
+            return hits[-1][:300]
+    return lines[-1][:300] if lines else None
+
+
+def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
+    """Run one job in a child; `on_event` sees every event but "failed" (which ends up in ChildExit)."""
+    proc = _start()
     failure = None
     try:
-        proc.stdin.write(json.dumps(job))
+        proc.stdin.write(json.dumps(job) + "\n")
         proc.stdin.close()
         for line in proc.stdout:
             try:
@@ -59,14 +82,94 @@ def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
                 on_event(event)
         proc.wait()
     except BaseException:  # Ctrl-C, or an error in on_event: never leave the child behind
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+        _kill(proc)
         raise
     stderr = proc.stderr.read() if proc.stderr else ""
     if failure is None and proc.returncode != 0:
-        tail = " ".join(stderr.strip().splitlines()[-3:])[-STDERR_TAIL:]
-        failure = f"child process {signal_name(proc.returncode)}" + (f": {tail}" if tail else "")
+        said = last_error_line(stderr)
+        failure = f"llama.cpp's process {signal_name(proc.returncode)}" + (f": {said}" if said else "")
     return ChildExit(proc.returncode, failure)
+
+
+@dataclass(frozen=True)
+class DryRunSizes:
+    """llama.cpp's sizes for one context from a no_alloc dry run (see engine.DryRun)."""
+
+    allocations: "Allocations"  # noqa: F821
+    n_ctx: int
+    n_ctx_seq: int
+    n_seq_max: int
+
+
+class DryRunChild:
+    """A no_alloc model in a child process, answering dry-run contexts one at a time.
+
+    If llama.cpp aborts (a GGML_ASSERT) the child dies, not the command: the death becomes one
+    EngineError naming the file, the signal and llama.cpp's last error line.
+    """
+
+    def __init__(self, path: str, *, n_gpu_layers: int = 0, n_cpu_moe: int = 0, rpc: str | None = None):
+        self.path = path
+        self.proc = _start()
+        self._send({"job": "dry_runs", "path": path, "n_gpu_layers": n_gpu_layers, "n_cpu_moe": n_cpu_moe, "rpc": rpc})
+        event = self._next()
+        self.model_size_bytes, self.n_params = event["model_size_bytes"], event["n_params"]
+
+    def _send(self, obj: dict) -> None:
+        try:
+            self.proc.stdin.write(json.dumps(obj) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died: _next says how
+
+    def _next(self) -> dict:
+        from ..errors import EngineError
+
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if event.get("event") == "failed":
+                self.close()
+                raise EngineError(str(event.get("reason")))
+            if event.get("event") == "dry_failed":
+                raise EngineError(str(event.get("reason")))
+            return event
+        self.proc.wait()
+        said = last_error_line(self.proc.stderr.read() if self.proc.stderr else "")
+        raise EngineError(f"{self.path}: llama.cpp's process {signal_name(self.proc.returncode)}"
+                          + (f": {said}" if said else ""))
+
+    def context(self, settings) -> DryRunSizes:
+        from dataclasses import asdict
+
+        from .alloc_log import Allocations
+
+        self._send(asdict(settings))
+        try:
+            event = self._next()
+        except BaseException:
+            self.close()
+            raise
+        return DryRunSizes(Allocations.from_dict(event["allocations"]), event["n_ctx"], event["n_ctx_seq"],
+                           event["n_seq_max"])
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                _kill(self.proc)
+
+    def __enter__(self) -> "DryRunChild":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def dry_runs(path: str, settings_list: list, **placement) -> list[DryRunSizes]:
+    with DryRunChild(path, **placement) as child:
+        return [child.context(s) for s in settings_list]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UnsupportedArchitecture
-from ..layout import ModelGeometry, geometry_from_metadata
+from ..layout import NEMOTRON_H, ModelGeometry, geometry_from_metadata
 from ..metadata import ModelMetadata
 from .context import TwinContext
 from .writer import write_gguf
@@ -41,6 +41,9 @@ FAMILY_MODULES = (
     "deepseek2",
     "mamba2",
 )
+
+# families whose routed experts are sized by expert_feed_forward_length (the others use feed_forward_length)
+EXPERT_FFN_ARCHITECTURES = frozenset({"qwen3moe", "qwen35moe", "qwen3next", "gpt-oss", "deepseek2"})
 
 # keys that only describe the source file, or that the twin replaces
 DROPPED_KEYS = ("vocab_size", "expert_group_count", "expert_group_used_count")
@@ -94,6 +97,11 @@ def twin_keys(meta: ModelMetadata, family) -> dict:
         keys.setdefault(prefix + "attention.value_length", n_embd // n_head0)
 
     keys[prefix + "embedding_length"] = getattr(family, "N_EMBD", TWIN_N_EMBD)
+    # weight-only widths a GGUF may leave out: small stated values, never zero-width tensors (llama.cpp aborts)
+    if arch not in NEMOTRON_H:  # there a per-layer 0 means "a mixer layer": it decides the layout
+        keys.setdefault(prefix + "feed_forward_length", TWIN_N_FF)
+    if keys.get(prefix + "expert_count") and arch in EXPERT_FFN_ARCHITECTURES:
+        keys.setdefault(prefix + "expert_feed_forward_length", TWIN_N_FF_EXP)
     if prefix + "feed_forward_length" in keys:
         keys[prefix + "feed_forward_length"] = _shrink_count(keys[prefix + "feed_forward_length"], TWIN_N_FF)
     if keys.get(prefix + "expert_count"):
