@@ -37,9 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        args = build_parser().parse_args(argv)
         return args.run(args)
     except LlamabenchError as exc:
         if os.environ.get("LLAMABENCH_DEBUG") == "1":

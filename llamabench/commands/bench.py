@@ -106,6 +106,13 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {cell.key}: " + ", ".join(t.name for t in plan_tests))
         return 0
     check_destination(results)  # before the first measurement, not after it
+    if args.resume:
+        from ..results.records import read_records
+
+        skipped = read_records(results).skipped
+        if skipped:
+            print(f"llamabench: warning: {results}: skipped {skipped} line(s) that are not llamabench records",
+                  file=sys.stderr)
     path = source.gguf_for_llama()
     geometry = source.llama_geometry()
     model = source.model_block(geometry.architecture, loaded=path)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import source as model_source
+from ..errors import UsageError
 from ..units import mib
 from . import options
 
@@ -28,6 +29,8 @@ def run(args: argparse.Namespace) -> int:
 
     source = model_source.resolve(args.model)
     out = args.out or Path(f"{source.label}-twin.gguf")
+    if out.is_dir():
+        raise UsageError(f"--out {out} is a folder: give the file to write, e.g. {out / (source.label + '-twin.gguf')}")
     show = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:

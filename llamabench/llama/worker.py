@@ -91,6 +91,21 @@ def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
     return ChildExit(proc.returncode, failure)
 
 
+CELL_BOOKKEEPING_BYTES = 64  # llama.cpp's per-cell KV metadata, allocated even in a dry run (measured: ~52 B)
+
+
+def check_dry_run_memory(n_ctx: int) -> None:
+    """A dry run allocates llama.cpp's cell bookkeeping for real: refuse what this machine cannot hold."""
+    from .. import sysinfo
+    from ..errors import UsageError
+
+    need = n_ctx * CELL_BOOKKEEPING_BYTES
+    available = sysinfo.available_ram_bytes()
+    if need > available // 2:
+        raise UsageError(f"a dry run at n_ctx {n_ctx:,} needs about {need / 2**30:.1f} GiB of system RAM for "
+                         f"llama.cpp's KV cell bookkeeping; {available / 2**30:.1f} GiB are available")
+
+
 @dataclass(frozen=True)
 class DryRunSizes:
     """llama.cpp's sizes for one context from a no_alloc dry run (see engine.DryRun)."""
@@ -146,6 +161,7 @@ class DryRunChild:
 
         from .alloc_log import Allocations
 
+        check_dry_run_memory(settings.n_ctx)
         self._send(asdict(settings))
         try:
             event = self._next()

@@ -119,36 +119,40 @@ def write_gguf(
         dup = sorted({n for n in names if names.count(n) > 1})
         raise LlamabenchError(f"twin: duplicated tensor names {dup}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    writer = GGUFWriter(tmp, architecture)
-    for key, value in keys.items():
-        if key == "general.architecture":
-            continue
-        _add_key(writer, key, value)
-    _add_vocab(writer, n_vocab)
-    for spec in tensors:
-        numpy_shape = tuple(reversed(spec.shape))
-        writer.add_tensor_info(spec.name, numpy_shape, np.dtype(np.float32), spec.n_bytes, raw_dtype=_TYPES[spec.dtype])
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_ti_data_to_file()
-    fout = writer.fout[0]
-    fout.flush()
-    data_start = GGUFWriter.ggml_pad(fout.tell(), ALIGNMENT)
-    writer.close()
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.part")  # two processes may write the same cached twin
+    try:
+        writer = GGUFWriter(tmp, architecture)
+        for key, value in keys.items():
+            if key == "general.architecture":
+                continue
+            _add_key(writer, key, value)
+        _add_vocab(writer, n_vocab)
+        for spec in tensors:
+            numpy_shape = tuple(reversed(spec.shape))
+            writer.add_tensor_info(spec.name, numpy_shape, np.dtype(np.float32), spec.n_bytes, raw_dtype=_TYPES[spec.dtype])
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_ti_data_to_file()
+        fout = writer.fout[0]
+        fout.flush()
+        data_start = GGUFWriter.ggml_pad(fout.tell(), ALIGNMENT)
+        writer.close()
 
-    rng = np.random.default_rng(seed)
-    offset = data_start
-    total = len(tensors)
-    with open(tmp, "r+b") as f:
-        for i, spec in enumerate(tensors):
-            blob = _data(spec, rng)
-            if blob is not None:
-                f.seek(offset)
-                f.write(blob)
-            offset += GGUFWriter.ggml_pad(spec.n_bytes, ALIGNMENT)
-            if progress:
-                progress(i + 1, total)
-        f.truncate(offset)
+        rng = np.random.default_rng(seed)
+        offset = data_start
+        total = len(tensors)
+        with open(tmp, "r+b") as f:
+            for i, spec in enumerate(tensors):
+                blob = _data(spec, rng)
+                if blob is not None:
+                    f.seek(offset)
+                    f.write(blob)
+                offset += GGUFWriter.ggml_pad(spec.n_bytes, ALIGNMENT)
+                if progress:
+                    progress(i + 1, total)
+            f.truncate(offset)
+    except BaseException:  # a failed or interrupted write leaves nothing behind
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     return offset
