@@ -16,7 +16,8 @@ CATALOG_RESOURCE = "models.toml"
 DEFAULT_MODEL_ID = "qwen3-5-35b-a3b"
 FLOAT_KEYS = {"rope.freq_base", "rope.freq_base_swa", "attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon"}
 STRING_KEYS = {"rope.scaling.type"}
-ENTRY_KEYS = {"id", "name", "architecture", "metadata", "kv_cache_bytes_per_token", "published_quants", "notes", "sources"}
+ENTRY_KEYS = {"id", "name", "architecture", "metadata", "kv_cache_bytes_per_token", "published_quants", "notes", "sources",
+              "mmproj"}
 
 
 def catalog_path() -> Path:
@@ -84,7 +85,10 @@ def _entry(raw: dict, index: int) -> CatalogEntry:
             raise CatalogError(f"catalog entry '{entry_id}': each published quant needs name, bytes and source")
         if not isinstance(q.get("bytes"), int) or isinstance(q.get("bytes"), bool) or q["bytes"] <= 0:
             raise CatalogError(f"catalog entry '{entry_id}': published quant {q['name']} needs a positive integer 'bytes'")
-        quants.append(PublishedQuant(q["name"], q["bytes"], q["source"]))
+        hf = q.get("hf")
+        if hf is not None and (not isinstance(hf, str) or hf.count("/") < 2):
+            raise CatalogError(f"catalog entry '{entry_id}': published quant {q['name']}: hf must be OWNER/REPO/FILE.gguf")
+        quants.append(PublishedQuant(q["name"], q["bytes"], q["source"], hf))
 
     return CatalogEntry(
         id=entry_id,
@@ -95,6 +99,7 @@ def _entry(raw: dict, index: int) -> CatalogEntry:
         published_kv_source=kv_source,
         published_quants=tuple(quants),
         notes=str(raw.get("notes", "")),
+        mmproj=raw.get("mmproj"),
     )
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
 import struct
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from gguf import GGUFValueType
 
@@ -91,9 +94,47 @@ def check_regular_file(path: Path, what: str = "GGUF file") -> None:
         raise BadModelFile(f"{path}: not a regular file (a FIFO, socket or device), not a {what}")
 
 
-def read_metadata(path: str | os.PathLike) -> ModelMetadata:
-    """Read a GGUF's metadata keys and tensor infos. Every failure is a one-line BadModelFile."""
-    path = Path(path)
+SPLIT_NAME = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
+
+
+def sibling_part(first: Path, index: int, count: int) -> Path:
+    """Part `index` (1-based) of a split set, beside the first: NAME-00002-of-00003.gguf."""
+    m = SPLIT_NAME.search(first.name)
+    if not m:
+        raise BadModelFile(f"{first}: a split GGUF ({count} parts) whose name does not end in -00001-of-{count:05d}.gguf")
+    return first.with_name(first.name[:m.start()] + f"-{index:05d}-of-{count:05d}.gguf")
+
+
+def read_metadata(path: str | os.PathLike, part: Callable[[int, int], Path] | None = None) -> ModelMetadata:
+    """Read a GGUF's metadata keys and tensor infos. Every failure is a one-line BadModelFile.
+
+    A split set (split.count > 1) is read as one model from its first part: metadata from it,
+    tensor infos from every part (`part(index, count)` locates part `index`; default: beside it).
+    """
+    meta = _read_one(Path(path))
+    count = meta.keys.get("split.count", 1)
+    if not isinstance(count, int) or count <= 1:
+        return meta
+    if meta.keys.get("split.no", 0) != 0:
+        raise BadModelFile(f"{path}: part {meta.keys.get('split.no', 0) + 1} of a split set: give the first part")
+    locate = part or (lambda index, n: sibling_part(Path(path), index, n))
+    tensors, total = list(meta.tensors), meta.file_bytes
+    for index in range(2, count + 1):
+        part_path = locate(index, count)
+        if not Path(part_path).exists():
+            raise BadModelFile(f"{path}: part {index} of {count} is missing: {part_path}")
+        part_meta = _read_one(Path(part_path), need_architecture=False)
+        tensors += part_meta.tensors
+        total += part_meta.file_bytes
+    expected = meta.keys.get("split.tensors.count")
+    if isinstance(expected, int) and expected != len(tensors):
+        raise BadModelFile(f"{path}: the split set holds {len(tensors)} tensors, split.tensors.count says {expected}")
+    # offsets are per part: the host's mapped span (weights.host_mapped) is then not known
+    tensors = [TensorInfo(t.name, t.shape, t.ggml_type, t.n_bytes) for t in tensors]
+    return replace(meta, tensors=tuple(tensors), file_bytes=total)
+
+
+def _read_one(path: Path, *, need_architecture: bool = True) -> ModelMetadata:
     check_regular_file(path)
     file_bytes = path.stat().st_size
     with open(path, "rb") as f:
@@ -151,6 +192,8 @@ def read_metadata(path: str | os.PathLike) -> ModelMetadata:
         raise BadModelFile(f"{path}: truncated GGUF: tensor data ends at byte {data_end}, the file has {file_bytes}")
 
     architecture = keys.get("general.architecture")
+    if not need_architecture and architecture is None:
+        return ModelMetadata(source=str(path), architecture="", keys=keys, tensors=tensors, file_bytes=file_bytes)
     if not isinstance(architecture, str) or not architecture:
         raise BadModelFile(f"{path}: missing required key general.architecture")
     if len(architecture) > 64 or not architecture.isprintable():

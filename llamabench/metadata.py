@@ -54,6 +54,7 @@ class PublishedQuant:
     name: str
     bytes: int
     source: str
+    hf: str | None = None  # OWNER/REPO/FILE.gguf on Hugging Face, for `fit --remote`
 
 
 @dataclass(frozen=True)
@@ -66,3 +67,4 @@ class CatalogEntry:
     published_kv_source: str | None = None
     published_quants: tuple[PublishedQuant, ...] = field(default_factory=tuple)
     notes: str = ""
+    mmproj: str | None = None  # OWNER/REPO/FILE.gguf of the published vision projector, where there is one

@@ -35,8 +35,9 @@ class ModelSource:
 
     metadata: ModelMetadata
     entry: CatalogEntry | None  # set for a catalog id
-    path: Path | None  # set for a GGUF file
+    path: Path | None  # set for a GGUF file (for a remote one: the sparse local copy of its header)
     label: str
+    url: str | None = None  # set for a remote GGUF (https:// or hf://)
 
     @property
     def is_catalog(self) -> bool:
@@ -78,17 +79,49 @@ class ModelSource:
 
 
 def resolve(model: str) -> ModelSource:
-    from .errors import BadModelFile, CatalogError
+    from .errors import BadModelFile
 
     if not model:
         raise BadModelFile("no model given")
+    from . import remote
+
+    if remote.is_remote(model):
+        from dataclasses import replace
+
+        from .paths import cache_dir
+
+        fetched = remote.fetch_header(model, cache_dir())
+        meta = gguf_file.read_metadata(
+            fetched.path, part=lambda index, count: remote.fetch_header(remote.part_url(model, index, count),
+                                                                        cache_dir()).path)
+        return ModelSource(replace(meta, source=model), None, fetched.path, file_label(fetched.path, _catalog_ids()),
+                           url=model)
     if looks_like_path(model):
         path = Path(model)
         meta = gguf_file.read_metadata(path)
-        try:
-            ids = {e.id for e in catalog.load_catalog()}
-        except CatalogError:  # a broken catalog does not stop work on a file
-            ids = set()
-        return ModelSource(meta, None, path, file_label(path, ids))
+        return ModelSource(meta, None, path, file_label(path, _catalog_ids()))
     entry = catalog.get_entry(model)
     return ModelSource(entry.metadata, entry, None, entry.id)
+
+
+def _catalog_ids() -> set[str]:
+    from .errors import CatalogError
+
+    try:
+        return {e.id for e in catalog.load_catalog()}
+    except CatalogError:  # a broken catalog does not stop work on a file
+        return set()
+
+
+def read_any(model: str):
+    """The metadata of any GGUF, local or remote, whatever its architecture (a projector, say)."""
+    from . import remote
+
+    if remote.is_remote(model):
+        from dataclasses import replace
+
+        from .paths import cache_dir
+
+        fetched = remote.fetch_header(model, cache_dir())
+        return replace(gguf_file.read_metadata(fetched.path), source=model)
+    return gguf_file.read_metadata(model)

@@ -98,6 +98,9 @@ def run(args: argparse.Namespace) -> int:
     if not plan_tests:
         raise UsageError("nothing to measure: -p and -n are both 0")
     source = model_source.resolve(args.model)
+    if source.url:
+        raise UsageError(f"bench runs the model itself: download {source.url} (llamabench read only its header) and "
+                         "give the file, or give a catalog id to bench its geometry twin")
     results = args.results or reports_dir() / source.label / "bench.jsonl"
     if args.dry_run:
         print(f"plan for {source.label}: {len(plan_cells)} cells x {len(plan_tests)} tests, {spec.repetitions} "

@@ -45,8 +45,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default=(), help="evaluate exactly these -ngl placements (comma list) instead of searching")
     parser.add_argument("-ncmoe", "--n-cpu-moe", dest="n_cpu_moe", type=options.comma_list(options.nonneg_int),
                         default=(), help="evaluate exactly these --n-cpu-moe placements (comma list, all layers on the card)")
+    parser.add_argument("--mmproj", default=None, metavar="FILE",
+                        help="a vision projector GGUF (local, https:// or hf://): its weights and compute buffer on the card")
+    parser.add_argument("--no-mmproj-offload", action="store_true",
+                        help="keep the projector in system RAM, as llama-server's --no-mmproj-offload")
+    parser.add_argument("--quant", default=None, help="with --remote: the catalog's published quant (e.g. Q4_K_M)")
+    parser.add_argument("--remote", action="store_true",
+                        help="a catalog id: read the real header of its published --quant from Hugging Face")
     parser.add_argument("--ram", type=options.labelled_size, default=None,
                         help="fit everything into system RAM with this budget instead of a card (e.g. 8GiB)")
+
+
+def remote_model(model_id: str, quant: str | None) -> str:
+    """The hf:// path of a catalog model's published quant."""
+    from .. import catalog
+
+    entry = catalog.get_entry(model_id)
+    quants = {q.name: q for q in entry.published_quants if q.hf}
+    name = quant or "Q4_K_M"
+    if name not in quants:
+        raise UsageError(f"{model_id}: no Hugging Face location for {name} in the catalog",
+                         hint="published with a location: " + (", ".join(quants) or "none"))
+    return "hf://" + quants[name].hf
 
 
 def run(args: argparse.Namespace) -> int:
@@ -60,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--ctx 0 is not allowed in fit: give the context length")
     pairs = options.cache_pairs(args.type_k, args.type_v)
 
-    source = model_source.resolve(args.model)
+    model = remote_model(args.model, args.quant) if args.remote else args.model
+    source = model_source.resolve(model)
     start = time.perf_counter()
     ram_mode = args.ram is not None
     if ram_mode and (args.n_gpu_layers or args.n_cpu_moe):
@@ -69,11 +90,18 @@ def run(args: argparse.Namespace) -> int:
                               verify=args.verify, ram_mode=ram_mode)
     if ram_mode:
         budgets = [(f"{args.ram[0]} RAM", args.ram[1])]
+    if args.mmproj:
+        from ..projector import projector_from_metadata
+
+        session.add_projector(projector_from_metadata(model_source.read_any(args.mmproj)),
+                              offload=not args.no_mmproj_offload)
     placements = ([Placement(PlacementKind.NGL, n) for n in args.n_gpu_layers]
                   + [Placement(PlacementKind.N_CPU_MOE, n) for n in args.n_cpu_moe])
     if placements and any(p.kind is PlacementKind.N_CPU_MOE for p in placements) and not session.weights.has_experts():
         raise UsageError(f"{args.model} has no routed experts: --n-cpu-moe does not apply")
     result = session.evaluate(budgets, list(args.n_ctx), pairs, placements or None)
+    if args.mmproj:
+        result.server_args = ["--mmproj", args.mmproj] + (["--no-mmproj-offload"] if args.no_mmproj_offload else [])
     result.seconds = time.perf_counter() - start
     verification = None
     if args.verify:

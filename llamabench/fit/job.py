@@ -86,10 +86,18 @@ class FitSession:
         session.ram_mode = ram_mode
         return session
 
+    projector_bytes = 0  # --mmproj on the card: weights + compute (0 without one, or with --no-mmproj-offload)
+
+    def add_projector(self, projector, *, offload: bool) -> None:
+        """A vision projector: on the card as llama-server places it, or in system RAM (--no-mmproj-offload)."""
+        self.projector_bytes = projector.total_bytes if offload else 0
+        self.basis["mmproj"] = projector.basis + ("; on the card" if offload else
+                                                  "; kept in system RAM (--no-mmproj-offload): not on the card")
+
     def evaluate(self, budgets: list[tuple[str, int]], contexts: list[int], pairs: list[tuple[str, str]],
                  placements: list[Placement] | None = None) -> FitResult:
         fitter = Fitter(self.geometry, self.weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
-                        ram_mode=self.ram_mode)
+                        ram_mode=self.ram_mode, projector=self.projector_bytes)
         n_ctx_train = self.geometry.n_ctx_train
         for n_ctx in contexts:
             if n_ctx > n_ctx_train:

@@ -20,6 +20,7 @@ class FitResult:
     n_ctx_train: int = 0
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    server_args: list[str] = field(default_factory=list)  # more llama-server flags the answer needs (--mmproj ...)
 
     def rows_for(self, label: str, n_ctx: int) -> list[FitRow]:
         return [r for r in self.rows if r.budget_label == label and r.settings.n_ctx == n_ctx]
@@ -42,11 +43,11 @@ class FitResult:
                 "budgets": [list(b) for b in self.budgets], "contexts": self.contexts, "n_layer_all": self.n_layer_all,
                 "model_hint": self.model_hint, "n_ctx_train": self.n_ctx_train,
                 "rows": [r.to_dict() for r in self.rows], "recommendations": recs, "seconds": round(self.seconds, 3),
-                "notes": self.notes}
+                "notes": self.notes, "server_args": self.server_args}
 
     @classmethod
     def from_dict(cls, data: dict) -> "FitResult":
         return cls(data["model"], data["architecture"], dict(data["basis"]), [FitRow.from_dict(r) for r in data["rows"]],
                    [(str(label), int(n)) for label, n in data["budgets"]], [int(c) for c in data["contexts"]],
                    int(data["n_layer_all"]), str(data["model_hint"]), int(data.get("n_ctx_train") or 0),
-                   float(data.get("seconds") or 0.0), list(data.get("notes") or []))
+                   float(data.get("seconds") or 0.0), list(data.get("notes") or []), list(data.get("server_args") or []))

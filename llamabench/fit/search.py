@@ -56,10 +56,11 @@ class Parts:
     recurrent: int
     compute: int
     reserve: int
+    projector: int = 0  # a vision projector (--mmproj) on the card: its weights and compute buffer
 
     @property
     def total(self) -> int:
-        return self.weights + self.kv + self.recurrent + self.compute + self.reserve
+        return self.weights + self.kv + self.recurrent + self.compute + self.reserve + self.projector
 
 
 @dataclass(frozen=True)
@@ -92,12 +93,13 @@ class FitRow:
 
 class Fitter:
     def __init__(self, geometry: ModelGeometry, weights: WeightsBreakdown, compute_bytes: Callable[[CacheSettings], int],
-                 *, reserve: int, ram_mode: bool = False):
+                 *, reserve: int, ram_mode: bool = False, projector: int = 0):
         self.geometry = geometry
         self.weights = weights
         self.compute_bytes = compute_bytes
         self.reserve = reserve
         self.ram_mode = ram_mode
+        self.projector = projector
         self.n_layer_all = weights.n_layer
 
     def first_card_layer(self, placement: Placement) -> int:
@@ -109,11 +111,12 @@ class Fitter:
         compute = self.compute_bytes(settings) if compute is None else compute
         if self.ram_mode:
             fp = compute_footprint(self.geometry, settings)
-            return Parts(self.weights.total_bytes, fp.kv_bytes, fp.recurrent_state_bytes, compute, self.reserve)
+            return Parts(self.weights.total_bytes, fp.kv_bytes, fp.recurrent_state_bytes, compute, self.reserve,
+                         self.projector)
         weights = self.weights.on_card(n_gpu_layers=placement.n_gpu_layers(self.n_layer_all),
                                        n_cpu_moe=placement.n_cpu_moe)
         kv, recurrent = self.cache_split(settings, placement)[0]
-        return Parts(weights, kv, recurrent, compute, self.reserve)
+        return Parts(weights, kv, recurrent, compute, self.reserve, self.projector)
 
     def cache_split(self, settings: CacheSettings, placement: Placement) -> tuple[tuple[int, int], tuple[int, int]]:
         """((KV, recurrent) on the card, (KV, recurrent) in system RAM): each layer's with its layer."""

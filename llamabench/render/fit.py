@@ -51,7 +51,7 @@ def llama_cpp_command(result: FitResult, row: FitRow) -> str:
     cmd += f" -ctk {s.type_k} -ctv {s.type_v}"
     if p.kind is PlacementKind.N_CPU_MOE:
         cmd += f" --n-cpu-moe {p.value}"
-    return cmd
+    return " ".join([cmd, *result.server_args])
 
 
 def python_call(result: FitResult, row: FitRow) -> str:
@@ -69,11 +69,19 @@ def python_call(result: FitResult, row: FitRow) -> str:
             f"swa_full=False)")
 
 
+def _columns(rows: list[FitRow]) -> tuple[list[str], str]:
+    """The table's headers: an mmproj column only when a projector is on the card."""
+    if any(r.parts.projector for r in rows):
+        return HEADERS[:7] + ["mmproj"] + HEADERS[7:], ALIGN[:7] + "r" + ALIGN[7:]
+    return HEADERS, ALIGN
+
+
 def _table_rows(result: FitResult, rows: list[FitRow]) -> list[list[str]]:
+    projector = any(r.parts.projector for r in rows)
     return [[f"{r.settings.type_k}/{r.settings.type_v}", describe_placement(r.placement, result.n_layer_all),
              _gib(r.parts.weights), _gib(r.parts.kv), _gib(r.parts.recurrent), _gib(r.parts.compute),
-             _gib(r.parts.reserve), _gib(r.parts.total), fits_text(r), str(r.max_n_ctx) if r.max_n_ctx else "none"]
-            for r in rows]
+             _gib(r.parts.reserve)] + ([_gib(r.parts.projector)] if projector else [])
+            + [_gib(r.parts.total), fits_text(r), str(r.max_n_ctx) if r.max_n_ctx else "none"] for r in rows]
 
 
 def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
@@ -101,7 +109,8 @@ def render_text(result: FitResult) -> str:
             out.append("")
             out.append(f"{label} (budget {_gib(budget)} GiB) at n_ctx {n_ctx}, flash attention "
                        f"{'on' if rows[0].settings.flash_attn else 'off'}; parts in GiB")
-            out.append(render_table(HEADERS, _table_rows(result, rows), align=ALIGN))
+            headers, align = _columns(rows)
+            out.append(render_table(headers, _table_rows(result, rows), align=align))
             out += _verdict(result, rows)
     out += [""] + [f"note: {n}" for n in result.notes]
     out.append(f"({len(result.rows)} rows in {result.seconds:.1f} s)")
@@ -116,7 +125,8 @@ def render_markdown_report(result: FitResult) -> str:
             if not rows:
                 continue
             out.append(f"**{label} card, n_ctx {n_ctx:,}** (GiB)\n")
-            out.append(render_markdown(HEADERS, _table_rows(result, rows), align=ALIGN))
+            headers, align = _columns(rows)
+            out.append(render_markdown(headers, _table_rows(result, rows), align=align))
             best = recommend(rows)
             if best:
                 out.append(f"\nVerdict: fits. `{llama_cpp_command(result, best)}`\n\n`{python_call(result, best)}`\n")

@@ -1,0 +1,55 @@
+"""A vision projector (`--mmproj`, a `clip` GGUF): its weights from the tensor infos, its compute buffer
+estimated from its vision-encoder metadata. Pure apart from reading the file.
+
+llama-server puts the projector on the card unless --no-mmproj-offload. Its compute buffer holds, for
+one image, the encoder's attention scores (n_head x P^2 f32 for P patches; clip runs without flash
+attention by default) and the widest activations (P x (3 x hidden + FFN) f32): an estimate, labelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import BadModelFile
+from .metadata import ModelMetadata
+
+F32 = 4
+
+
+@dataclass(frozen=True)
+class Projector:
+    source: str
+    weights_bytes: int
+    compute_bytes: int
+    n_patches: int
+    basis: str
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.compute_bytes
+
+
+def _key(meta: ModelMetadata, name: str) -> int:
+    value = meta.keys.get(name)
+    if isinstance(value, tuple):
+        value = value[0] if value else None
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise BadModelFile(f"{meta.source}: a vision projector needs {name} (a positive integer)")
+    return value
+
+
+def projector_from_metadata(meta: ModelMetadata) -> Projector:
+    if meta.architecture != "clip":
+        raise BadModelFile(f"{meta.source}: not a vision projector (general.architecture is "
+                           f"{meta.architecture!r}, a projector's is 'clip')")
+    image, patch = _key(meta, "clip.vision.image_size"), _key(meta, "clip.vision.patch_size")
+    hidden, ffn = _key(meta, "clip.vision.embedding_length"), _key(meta, "clip.vision.feed_forward_length")
+    heads = _key(meta, "clip.vision.attention.head_count")
+    n_patches = (image // patch) ** 2
+    scores = heads * n_patches * n_patches * F32
+    activations = n_patches * (3 * hidden + ffn) * F32
+    weights = meta.weights_bytes
+    return Projector(meta.source, weights, scores + activations, n_patches,
+                     f"{meta.source}: weights {weights / 2**20:.2f} MiB from its tensor infos; compute buffer estimated "
+                     f"for one {image}x{image} image ({n_patches} patches: {heads} heads x {n_patches}^2 f32 attention "
+                     f"scores + activations), not llama.cpp's own figure")
