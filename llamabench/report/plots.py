@@ -156,14 +156,15 @@ def roofline(out_dir: Path, name: str, series: list[dict]) -> list[Path]:
     """Measured decode t/s against depth, the calibrated speed model, its full-GQA counterfactual, and the MBU."""
     plt = _plt()
     fig, (ax, ax_mbu) = plt.subplots(1, 2, figsize=(10, 4.4), gridspec_kw={"width_ratios": [3, 2]})
+    single = len(series) == 1
     for s in series:
+        prefix = "" if single else f"{s['label']}: "
         pts = s["points"]
-        ax.plot([p["depth"] for p in pts], [p["measured"] for p in pts], "o", label=f"{s['label']}: measured")
+        ax.plot([p["depth"] for p in pts], [p["measured"] for p in pts], "o", label=f"{prefix}measured")
         line = s["line"]
-        ax.plot([p["depth"] for p in line], [p["predicted"] for p in line], "-", lw=1.5,
-                label=f"{s['label']}: model ({s['basis']})")
+        ax.plot([p["depth"] for p in line], [p["predicted"] for p in line], "-", lw=1.5, label=f"{prefix}model")
         ax.plot([p["depth"] for p in line], [p["full_gqa"] for p in line], "--", lw=1.2,
-                label=f"{s['label']}: same model as full GQA")
+                label=f"{prefix}the same model as full GQA")
         ax_mbu.plot([p["depth"] for p in pts], [100 * (p["mbu"] or 0) for p in pts], "o-", label=s["label"])
     ax.set_xlabel("depth (tokens in the context)")
     ax.set_ylabel("decode tokens per second")
@@ -174,5 +175,7 @@ def roofline(out_dir: Path, name: str, series: list[dict]) -> list[Path]:
     ax_mbu.set_ylabel("memory bandwidth utilisation (%)")
     ax_mbu.set_title("bytes per token x t/s / measured peak", fontsize=10)
     ax_mbu.set_ylim(bottom=0)
-    fig.suptitle(f"{name}: decode speed against the bytes each token reads")
+    fig.suptitle(f"{name}: decode speed against the bytes each token reads"
+                 + (f"\n{series[0]['label']}; model {series[0]['basis']}" if single else ""), fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
     return _save(fig, out_dir, "roofline")
