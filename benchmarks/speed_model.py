@@ -30,10 +30,7 @@ def main() -> None:
     if a.model is None:
         import real_model
 
-        path, why = real_model.fetch()
-        if path is None:
-            sys.exit(why)
-        a.model = str(path)
+        a.model = real_model.path_or_exit()
     deepest = max(int(d) for d in a.d.split(","))
     ctx = str(-(-(deepest + int(a.n)) // 256) * 256)
     with tempfile.TemporaryDirectory() as tmp:

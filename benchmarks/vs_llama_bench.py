@@ -69,10 +69,7 @@ def main() -> None:
     if a.model is None:
         import real_model
 
-        path, why = real_model.fetch()
-        if path is None:
-            sys.exit(why)
-        a.model = str(path)
+        a.model = real_model.path_or_exit()
     if a.ctx is None:  # llama-bench sizes its context to depth + prompt + gen; bench takes it as -c
         a.ctx = max(int(d) for d in a.d.split(",")) + max(int(x) for x in a.p.split(",")) + max(
             int(x) for x in a.n.split(","))

