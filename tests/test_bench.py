@@ -102,3 +102,19 @@ def test_killed_sweep_resumes_with_every_test_once(tmp_path):
     assert len(keys) == 8 and len(set(keys)) == 8
     assert [r["key"] for r in after[: len(before)]] == [r["key"] for r in before]  # nothing lost or rewritten
     assert "already there (--resume)" in done.stderr
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path):
+    results = tmp_path / "interrupted.jsonl"
+    argv = [sys.executable, "-m", "llamabench.cli", "bench", "qwen3-30b-a3b", "-c", "1024,1280,1536,1792",
+            "-p", "16", "-n", "2", "-r", "1", "-t", "1", "--results", str(results), "-o", "jsonl"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(read_records(results)) < 2:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert err.strip().count("\n") == 0 and "interrupted" in err and "--resume" in err and "Traceback" not in err
+    kept = read_records(results)
+    assert 2 <= len(kept) < 8 and len({r["key"] for r in kept}) == len(kept)

@@ -146,3 +146,14 @@ def test_fit_a_catalog_quant_from_its_published_location(served, capsys, monkeyp
     assert "the GGUF's tensor infos" in data["basis"]["weights"]
     assert main(["fit", str(twin), "--ctx", "4096", "--vram", "1GiB", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == data["rows"]
+
+
+def test_a_split_set_fits_as_the_single_file(tmp_path, capsys):
+    twin = write_twin(catalog.get_entry("qwen3-30b-a3b").metadata, tmp_path / "t.gguf").path
+    first = write_split(twin, tmp_path, 3)[0]
+    rows = []
+    for model in (str(twin), str(first)):
+        assert main(["fit", model, "--ctx", "4096", "--vram", "1GiB", "-ngl", "20,99", "--json"]) == 0
+        rows.append(json.loads(capsys.readouterr().out)["rows"])
+    assert rows[0] == rows[1]
+    assert main(["verify", str(first), "--ctx", "4096"]) == 0  # llama.cpp loads the set

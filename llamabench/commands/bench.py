@@ -128,11 +128,12 @@ def run(args: argparse.Namespace) -> int:
         outcome = run_sweep(model, geometry, spec, results, resume=args.resume, on_event=progress, weights=basis)
     finally:
         progress.close()
+    if outcome.interrupted:
+        print(f"llamabench: interrupted: the {len(outcome.records)} tests measured so far are in {results}; "
+              "rerun with --resume", file=sys.stderr)
+        return 130
     if outcome.records:
         print(render(outcome.records, args.output))
     print(f"{len(outcome.records)} tests recorded in {results}" + (f", {outcome.failed} failed" if outcome.failed else "")
           + (f", {outcome.skipped} already there (--resume)" if outcome.skipped else ""), file=sys.stderr)
-    if outcome.interrupted:
-        print("interrupted: everything measured so far is in the results file; rerun with --resume", file=sys.stderr)
-        return 130
     return 1 if outcome.failed else 0
