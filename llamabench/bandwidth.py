@@ -1,7 +1,7 @@
 """The machine's memory bandwidth, measured: a STREAM-style copy and triad over arrays far larger than cache.
 
-One numpy thread per CPU core, each on its own slice, best of several passes; bytes counted as
-STREAM counts them (copy 16, triad 24 bytes per float64 element). On a GPU build the card's own
+One numpy thread per CPU core, each on its own slice, best of several passes. Copy moves 16 bytes per
+float64 element; numpy's triad runs in two passes (c*s -> a, a+b -> a) and moves 40. On a GPU build the card's own
 figure comes from NVML instead (memory clock x bus width), see `gpu_peak_gbps`.
 """
 
@@ -105,7 +105,7 @@ def cached_measure() -> Bandwidth:
         stored = json.loads(path.read_text())
         if stored.get("key") == key and time.time() - stored.get("time", 0) < CACHE_SECONDS:
             return Bandwidth(**stored["bandwidth"])
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         pass
     result = measure()
     try:

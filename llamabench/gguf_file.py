@@ -113,10 +113,15 @@ def read_metadata(path: str | os.PathLike, part: Callable[[int, int], Path] | No
     """
     meta = _read_one(Path(path))
     count = meta.keys.get("split.count", 1)
-    if not isinstance(count, int) or count <= 1:
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 1:
         return meta
-    if meta.keys.get("split.no", 0) != 0:
-        raise BadModelFile(f"{path}: part {meta.keys.get('split.no', 0) + 1} of a split set: give the first part")
+    if count > 9999:
+        raise BadModelFile(f"{path}: split.count {count:,} is not a split set llama.cpp reads")
+    split_no = meta.keys.get("split.no", 0)
+    if not isinstance(split_no, int) or isinstance(split_no, bool):
+        raise BadModelFile(f"{path}: split.no should be a number, got {cut(split_no)}")
+    if split_no != 0:
+        raise BadModelFile(f"{path}: part {split_no + 1} of a split set: give the first part")
     locate = part or (lambda index, n: sibling_part(Path(path), index, n))
     tensors, total = list(meta.tensors), meta.file_bytes
     for index in range(2, count + 1):

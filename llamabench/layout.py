@@ -155,8 +155,9 @@ def _int(meta: ModelMetadata, suffix: str, default: int | None = None, *, requir
 
 
 def _cut(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:60] + f"... ({len(text):,} chars)"
+    from .gguf_file import cut
+
+    return cut(value)
 
 
 def _per_layer(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[int, ...]) -> tuple[int, ...]:

@@ -37,6 +37,19 @@ class ModelMetadata:
         """The value of `{architecture}.{suffix}`, or `default` when absent."""
         return self.keys.get(f"{self.architecture}.{suffix}", default)
 
+    def arch_count(self, suffix: str) -> int:
+        """A count key (`{architecture}.{suffix}`; an array's first entry), 0 when absent; one line when not a count."""
+        value = self.arch_key(suffix, 0)
+        if isinstance(value, tuple):
+            value = value[0] if value else 0
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            from .errors import BadModelFile
+
+            text = repr(value)
+            raise BadModelFile(f"{self.source}: key {self.architecture}.{suffix} should be a count, got "
+                               f"{text if len(text) <= 80 else text[:60] + '...'}")
+        return value
+
     def has_arch_key(self, suffix: str) -> bool:
         return f"{self.architecture}.{suffix}" in self.keys
 

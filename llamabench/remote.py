@@ -43,9 +43,12 @@ def resolve_url(model: str) -> tuple[str, dict]:
     parts = spec.split("/")
     if len(parts) < 3 or not all(parts):
         raise RemoteError(f"{model}: write hf://OWNER/REPO/FILE.gguf[@REVISION]")
-    url = hf_hub_url("/".join(parts[:2]), "/".join(parts[2:]), revision=revision or None,
-                     endpoint=os.environ.get("HF_ENDPOINT") or None)
-    token = get_token()
+    try:
+        url = hf_hub_url("/".join(parts[:2]), "/".join(parts[2:]), revision=revision or None,
+                         endpoint=os.environ.get("HF_ENDPOINT") or None)
+        token = get_token()
+    except Exception as exc:  # huggingface_hub's validation errors: a bad repo id or revision
+        raise RemoteError(f"{model}: not a Hugging Face path ({str(exc).splitlines()[0][:120]})") from None
     return url, ({"Authorization": f"Bearer {token}"} if token else {})
 
 
@@ -189,10 +192,15 @@ def fetch_header(model: str, cache: Path, *, progress: bool | None = None) -> Fe
     folder, _, name = url.split("?")[0].rpartition("/")
     local = cache / "remote" / hashlib.sha256(folder.encode()).hexdigest()[:16] / (name or "model.gguf")
     meta = local.with_name(local.name + ".json")
+    if total < 0:
+        raise RemoteError(f"{url}: the server does not say how large the file is (Content-Range without a size)")
     if etag and local.exists() and meta.exists():
-        stored = json.loads(meta.read_text())
-        if stored.get("etag") == etag and stored.get("url") == url:
-            return Fetched(local, url, stored["fetched_bytes"], stored["total_bytes"])
+        try:
+            stored = json.loads(meta.read_text())
+            if stored.get("etag") == etag and stored.get("url") == url:
+                return Fetched(local, url, int(stored["fetched_bytes"]), int(stored["total_bytes"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            pass  # a damaged cache entry: fetch again
     while True:
         try:
             end = header_end(data)
@@ -217,13 +225,19 @@ def fetch_header(model: str, cache: Path, *, progress: bool | None = None) -> Fe
             raise RemoteError(f"{url}: unreadable GGUF header") from None
     if show:
         print(file=sys.stderr)
-    local.parent.mkdir(parents=True, exist_ok=True)
     tmp = local.with_name(f"{local.name}.{os.getpid()}.part")
-    with open(tmp, "wb") as f:
-        f.write(data[:end])
-        f.truncate(max(total, end))  # the tensor data stays a hole: nothing reads it
-    os.replace(tmp, local)
-    meta.write_text(json.dumps({"url": url, "etag": etag, "fetched_bytes": len(data), "total_bytes": total}))
+    try:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data[:end])
+            f.truncate(max(total, end))  # the tensor data stays a hole: nothing reads it
+        os.replace(tmp, local)
+        tmp_meta = meta.with_name(f"{meta.name}.{os.getpid()}.part")
+        tmp_meta.write_text(json.dumps({"url": url, "etag": etag, "fetched_bytes": len(data), "total_bytes": total}))
+        os.replace(tmp_meta, meta)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise RemoteError(f"{url}: cannot keep its header in the cache {local.parent} ({exc.strerror})") from None
     print(f"llamabench: fetched {len(data) / 2**20:.2f} MiB of {total / 2**30:.2f} GiB (header and tensor infos) "
           f"from {url}", file=sys.stderr)
     return Fetched(local, url, len(data), total)

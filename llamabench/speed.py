@@ -60,10 +60,7 @@ def weights_per_token(meta, geometry: ModelGeometry, *, scale_to_bytes: int | No
 
     recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
     weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis=basis, scale_to_bytes=scale_to_bytes)
-    used, count = meta.arch_key("expert_used_count", 0), meta.arch_key("expert_count", 0)
-    used = used[0] if isinstance(used, tuple) else used
-    count = count[0] if isinstance(count, tuple) else count
-    return weights, active_weight_bytes(weights, int(used or 0), int(count or 0))
+    return weights, active_weight_bytes(weights, meta.arch_count("expert_used_count"), meta.arch_count("expert_count"))
 
 
 def _head_dims(geometry: ModelGeometry) -> int:
@@ -188,3 +185,16 @@ def model_for_card(c: Card, *, bandwidth_efficiency: float = BANDWIDTH_EFFICIENC
     return SpeedModel(c.bandwidth_gbps * 1e9 * bandwidth_efficiency, c.fp32_tflops * 1e12 * compute_efficiency,
                       f"{c.name}: {c.bandwidth_gbps:g} GB/s x {bandwidth_efficiency:g}, {c.fp32_tflops:g} FP32 TFLOPS x "
                       f"{compute_efficiency:g} ({c.source})")
+
+
+def tg_groups(records) -> list[list]:
+    """Measured tg records (bench.BenchRecord) that one speed model may be calibrated on: same machine, same
+    context configuration (the cell key: n_ctx, cache types, -ngl, threads, batch sizes...) and the same test
+    length; each group sorted by depth, one record per depth, groups with the most depths first."""
+    groups: dict[tuple, dict[int, object]] = {}
+    for r in sorted(records, key=lambda r: r.timestamp):
+        if r.ok and r.params.get("kind") == "tg":
+            key = (r.series, r.key.split("|")[0], r.params["n_tokens"])
+            groups.setdefault(key, {})[r.params["depth"]] = r  # the newest per depth
+    ordered = [[g[d] for d in sorted(g)] for g in groups.values()]
+    return sorted(ordered, key=len, reverse=True)

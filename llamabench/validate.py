@@ -18,12 +18,8 @@ TOKENIZER_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer
 _ATTN = re.compile(r"^blk\.(\d+)\.attn_(k|v)\.weight$")
 
 
-def _scalar(value) -> int:
-    return int(value[0] if isinstance(value, tuple) else value or 0)
-
-
 def check_for_llama(meta: ModelMetadata, geometry: ModelGeometry) -> None:
-    used, count = _scalar(meta.arch_key("expert_used_count", 0)), _scalar(meta.arch_key("expert_count", 0))
+    used, count = meta.arch_count("expert_used_count"), meta.arch_count("expert_count")
     if used > count:
         raise BadModelFile(f"{meta.source}: {meta.architecture}.expert_used_count ({used}) is above expert_count "
                            f"({count}); llama.cpp would abort")

@@ -73,3 +73,10 @@ def test_builtin_default_verdict_for_16_and_24_gb(capsys):
         assert f"  {label}" in out
     assert "published Q4_K_M" in out and "dry run" in out and "512 MiB" in out
     assert "--n-cpu-moe" in out  # 16 GB needs experts in RAM for 21 GB of weights
+
+
+def test_refused_cache_types_are_notes_not_a_crash(twin_path, capsys):
+    # q8_0 / q4_0 V need flash attention: said once each, and the f16 rows stand
+    assert main(["fit", str(twin_path), "--ctx", "4096", "-fa", "off", "--vram", "1GiB"]) == 0
+    out = capsys.readouterr().out
+    assert "note: q8_0/q8_0: a quantized V cache (q8_0) needs flash attention" in out and "f16/f16" in out

@@ -156,3 +156,11 @@ def test_unknown_cache_type_is_a_usage_error(capsys):
         main(["inspect", "qwen3-30b-a3b", "-ctk", "q3_k"])
     assert exc.value.code == 2
     assert "unknown cache type" in capsys.readouterr().err
+
+
+def test_a_count_key_that_is_not_a_count(tmp_path, capsys):
+    path = metadata_only(tmp_path / "str.gguf", "qwen35moe", QWEN35MOE_KEYS | {"expert_count": 8,
+                                                                                "expert_used_count": "eight"})
+    assert main(["inspect", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "expert_used_count should be a count" in err and err.count("\n") == 1

@@ -72,3 +72,8 @@ def test_destination_checked_before_measuring(tmp_path):
     for bad in (tmp_path, tmp_path / "a-file" / "below.jsonl"):
         with pytest.raises(ResultsFileError):
             jsonl.check_destination(bad)
+
+
+def test_the_kind_is_not_a_field():
+    # a record's schema is its class's: the second positional argument is the payload, never the kind
+    assert InspectRecord(MODEL, {"n_ctx": 1}).to_dict()["schema"] == "llamabench/inspect-record/1"

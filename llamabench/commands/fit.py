@@ -46,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-ncmoe", "--n-cpu-moe", dest="n_cpu_moe", type=options.comma_list(options.nonneg_int),
                         default=(), help="evaluate exactly these --n-cpu-moe placements (comma list, all layers on the card)")
     parser.add_argument("--mmproj", default=None, metavar="FILE",
-                        help="a vision projector GGUF (local, https:// or hf://): its weights and compute buffer on the card")
+                        help="a vision projector GGUF (local, https:// or hf://), or 'published' for a catalog "
+                             "model's own: its weights and compute buffer on the card")
     parser.add_argument("--no-mmproj-offload", action="store_true",
                         help="keep the projector in system RAM, as llama-server's --no-mmproj-offload")
     parser.add_argument("--quant", default=None, help="with --remote: the catalog's published quant (e.g. Q4_K_M)")
@@ -82,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
 
     model = remote_model(args.model, args.quant) if args.remote else args.model
     source = model_source.resolve(model)
+    if source.url and args.verify:
+        raise UsageError(f"--verify creates the model for real: download {source.url} (llamabench read only its "
+                         "header) and give the file, or verify a catalog id on its twin")
     start = time.perf_counter()
     ram_mode = args.ram is not None
     if ram_mode and (args.n_gpu_layers or args.n_cpu_moe):
@@ -90,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
                               verify=args.verify, ram_mode=ram_mode)
     if ram_mode:
         budgets = [(f"{args.ram[0]} RAM", args.ram[1])]
+    if args.mmproj == "published":
+        if not (source.entry and source.entry.mmproj):
+            raise UsageError(f"{args.model}: the catalog names no published projector for it")
+        args.mmproj = "hf://" + source.entry.mmproj
     if args.mmproj:
         from ..projector import projector_from_metadata
 

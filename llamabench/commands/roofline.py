@@ -21,15 +21,25 @@ The full-GQA column is the same model with every mixer layer cached as full atte
 """
 
 
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number") from None
+    if not 0 < value < 1e9:
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..speed import CARDS
 
     options.add_model(parser)
     parser.add_argument("--card", default=None, help="a card from the table: " + ", ".join(c.id for c in CARDS))
-    parser.add_argument("--bandwidth", type=float, default=None, help="memory bandwidth in GB/s (instead of --card)")
-    parser.add_argument("--tflops", type=float, default=None, help="FP32 TFLOPS with --bandwidth (default: bytes only)")
-    parser.add_argument("--bw-eff", type=float, default=None, help="bandwidth efficiency (default 0.70)")
-    parser.add_argument("--compute-eff", type=float, default=None, help="compute efficiency (default 0.30)")
+    parser.add_argument("--bandwidth", type=positive_float, default=None, help="memory bandwidth in GB/s (instead of --card)")
+    parser.add_argument("--tflops", type=positive_float, default=None, help="FP32 TFLOPS with --bandwidth (default: bytes only)")
+    parser.add_argument("--bw-eff", type=positive_float, default=None, help="bandwidth efficiency (default 0.70)")
+    parser.add_argument("--compute-eff", type=positive_float, default=None, help="compute efficiency (default 0.30)")
     parser.add_argument("--results", type=__import__("pathlib").Path, default=None, metavar="FILE",
                         help="bench results of this model: calibrate on two measured tg depths")
     parser.add_argument("-c", "--ctx", dest="n_ctx", type=options.ctx_int, default=131072, help="deepest depth (default 131072)")
@@ -104,15 +114,15 @@ def _calibrated(path, source, geometry, settings, active):
     from .. import speed
     from ..results.records import BenchRecord, read_records
 
-    tg = [r for r in read_records(path).records if isinstance(r, BenchRecord) and r.ok
-          and r.model.label == source.label and r.params["kind"] == "tg"]
-    by_depth: dict[int, float] = {}
-    for r in tg:
-        by_depth[r.params["depth"]] = r.avg_ts
-    if len(by_depth) < 2:
-        raise UsageError(f"{path}: calibrating needs tg tests of {source.label} at two depths or more "
-                         f"(found {len(by_depth)})")
-    n_tokens = tg[0].params["n_tokens"]
+    records = [r for r in read_records(path).records if isinstance(r, BenchRecord) and r.model.label == source.label]
+    groups = [g for g in speed.tg_groups(records) if len(g) >= 2]
+    if not groups:
+        raise UsageError(f"{path}: calibrating needs tg tests of {source.label} at two depths or more, on one machine "
+                         "with one context configuration")
+    group = groups[0]  # the one with the most depths
+    n_tokens = group[0].params["n_tokens"]
     cost = lambda d: speed.token_cost(geometry, settings, active, d + n_tokens // 2)  # noqa: E731
-    lo, hi = min(by_depth), max(by_depth)
-    return speed.calibrate(cost(lo), by_depth[lo], cost(hi), by_depth[hi]), by_depth, n_tokens // 2
+    lo, hi = group[0], group[-1]
+    by_depth = {r.params["depth"]: r.avg_ts for r in group}
+    model = speed.calibrate(cost(lo.params["depth"]), lo.avg_ts, cost(hi.params["depth"]), hi.avg_ts)
+    return model, by_depth, n_tokens // 2

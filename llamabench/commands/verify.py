@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     if result.context_warning:
         print(f"llamabench: warning: {result.context_warning}", file=sys.stderr)
     path = source.gguf_for_llama()
-    dry = dry_runs(str(path), [settings])[0]
+    dry = dry_runs(str(path), [settings if settings.n_ctx else replace(settings, n_ctx=result.footprint.shape.n_ctx)])[0]
     checks = compare(result.footprint, dry.allocations)
     ok = all_ok(checks)
     fp = result.footprint

@@ -90,7 +90,7 @@ class FitSession:
 
     def add_projector(self, projector, *, offload: bool) -> None:
         """A vision projector: on the card as llama-server places it, or in system RAM (--no-mmproj-offload)."""
-        self.projector_bytes = projector.total_bytes if offload else 0
+        self.projector_bytes = projector.total_bytes if offload or self.ram_mode else 0
         self.basis["mmproj"] = projector.basis + ("; on the card" if offload else
                                                   "; kept in system RAM (--no-mmproj-offload): not on the card")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import LlamabenchError
 from ..footprint import CacheSettings
 from ..llama.worker import DryRunChild
 
@@ -21,7 +22,12 @@ class ComputeProbe:
         if key not in self._memo:
             if self._model is None:
                 self._model = DryRunChild(self.path)
-            alloc = self._model.context(settings).allocations
+            try:
+                alloc = self._model.context(settings).allocations
+            except LlamabenchError:
+                if self._model.proc.poll() is not None:  # the child died: the next call starts a new one
+                    self._model = None
+                raise
             self.calls += 1
             self.backends |= set(alloc.compute_buffers_mib)
             self._memo[key] = alloc.compute_and_output_bytes

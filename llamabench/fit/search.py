@@ -108,9 +108,9 @@ class Fitter:
 
     def parts(self, settings: CacheSettings, placement: Placement, compute: int | None = None) -> Parts:
         """What this placement puts on the card (everything, in RAM mode)."""
+        fp = compute_footprint(self.geometry, settings)  # a clear UsageError before any dry run
         compute = self.compute_bytes(settings) if compute is None else compute
         if self.ram_mode:
-            fp = compute_footprint(self.geometry, settings)
             return Parts(self.weights.total_bytes, fp.kv_bytes, fp.recurrent_state_bytes, compute, self.reserve,
                          self.projector)
         weights = self.weights.on_card(n_gpu_layers=placement.n_gpu_layers(self.n_layer_all),

@@ -15,14 +15,15 @@ from dataclasses import asdict
 from ..llama.alloc_log import MIB, Allocations
 from ..llama.worker import run_child
 from .result import FitResult
-from .search import Fitter, FitRow, PlacementKind, recommend
+from .search import Fitter, FitRow, recommend
 
 PARTS = ("weights", "kv", "recurrent", "compute")
 EXACT_BYTES = round(0.005 * MIB) + 1  # llama.cpp prints %.2f MiB: a byte count matches within half a hundredth
 
 
 def _is_host(buffer_name: str) -> bool:
-    return buffer_name.startswith("CPU") or buffer_name in ("AMX",)
+    """System RAM: CPU, CPU_Mapped, CPU_REPACK, AMX, and a GPU backend's pinned host buffers (CUDA_Host)."""
+    return buffer_name.startswith("CPU") or buffer_name == "AMX" or buffer_name.endswith("_Host")
 
 
 def _side(buffers: dict[str, float], host: bool) -> int:
@@ -114,8 +115,10 @@ def _verify_row(row: FitRow, fitter: Fitter, session, result: FitResult, endpoin
     card_total = sum(card["allocated"].values())
     return common | {
         "devices": devices, "ok": all(d["ok"] for d in devices),
-        "fit_compute_estimate": row.parts.compute, "budget": row.budget_bytes - row.parts.reserve,
-        "card_total": card_total, "within_budget": card_total <= row.budget_bytes - row.parts.reserve,
+        # the projector (--mmproj) is not created here: its share of the budget stays set aside
+        "fit_compute_estimate": row.parts.compute, "budget": row.budget_bytes - row.parts.reserve - row.parts.projector,
+        "card_total": card_total,
+        "within_budget": card_total <= row.budget_bytes - row.parts.reserve - row.parts.projector,
     }
 
 

@@ -284,11 +284,6 @@ class DryRun:
     log: str
 
 
-def dry_run(path: str, settings: CacheSettings, *, n_gpu_layers: int = 0) -> DryRun:
-    """Load with no_alloc and create the context: llama.cpp prints every size without allocating KV."""
-    return dry_run_many(path, [settings], n_gpu_layers=n_gpu_layers)[0]
-
-
 def dry_run_many(path: str, settings_list: list[CacheSettings], *, n_gpu_layers: int = 0) -> list[DryRun]:
     """One no_alloc model load, then one dry-run context per settings (in order)."""
     with DryRunModel(path, n_gpu_layers=n_gpu_layers) as model:

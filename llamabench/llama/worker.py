@@ -14,8 +14,6 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-STDERR_TAIL = 1500
-
 
 @dataclass(frozen=True)
 class ChildExit:
@@ -67,8 +65,11 @@ def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
     proc = _start()
     failure = None
     try:
-        proc.stdin.write(json.dumps(job) + "\n")
-        proc.stdin.close()
+        try:
+            proc.stdin.write(json.dumps(job) + "\n")
+            proc.stdin.close()
+        except BrokenPipeError:  # it died before reading its job: how, is said below
+            pass
         for line in proc.stdout:
             try:
                 event = json.loads(line)
@@ -134,8 +135,8 @@ class DryRunChild:
         try:
             self.proc.stdin.write(json.dumps(obj) + "\n")
             self.proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # it died: _next says how
+        except (BrokenPipeError, ValueError, OSError):
+            pass  # it died (or was closed): _next says how
 
     def _next(self) -> dict:
         from ..errors import EngineError
@@ -144,6 +145,8 @@ class DryRunChild:
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
+                continue
+            if not isinstance(event, dict):
                 continue
             if event.get("event") == "failed":
                 self.close()
@@ -159,12 +162,15 @@ class DryRunChild:
     def context(self, settings) -> DryRunSizes:
         from dataclasses import asdict
 
+        from ..errors import EngineError
         from .alloc_log import Allocations
 
         check_dry_run_memory(settings.n_ctx)
         self._send(asdict(settings))
         try:
             event = self._next()
+        except EngineError:
+            raise  # a context llama.cpp refused: the child goes on serving (or is gone, and says so next time)
         except BaseException:
             self.close()
             raise

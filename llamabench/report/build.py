@@ -70,16 +70,12 @@ def _cost(r) -> speed.TokenCost:
 def roofline_series(bench: list) -> list[dict]:
     """Per machine and configuration with tg at two depths or more: the speed model calibrated on the
     shallowest and deepest, its prediction at every measured depth, and the full-GQA counterfactual."""
-    groups: dict[tuple, list] = {}
-    for r in bench:
-        if r.ok and r.params["kind"] == "tg" and r.roofline and r.roofline.get("full_gqa_bytes_per_token"):
-            p = r.params
-            groups.setdefault((r.series, p["n_ctx"], p["type_k"], p["type_v"], p["flash_attn"]), []).append(r)
     out = []
-    for (machine, n_ctx, tk, tv, fa), records in sorted(groups.items()):
-        records = sorted(records, key=lambda r: r.params["depth"])
-        if len({r.params["depth"] for r in records}) < 2:
+    for records in speed.tg_groups([r for r in bench if r.roofline and r.roofline.get("full_gqa_bytes_per_token")]):
+        if len(records) < 2:
             continue
+        p = records[0].params
+        machine, n_ctx, tk, tv = records[0].series, p["n_ctx"], p["type_k"], p["type_v"]
         lo, hi = records[0], records[-1]
         model = speed.calibrate(_cost(lo), lo.avg_ts, _cost(hi), hi.avg_ts)
 

@@ -21,22 +21,32 @@ class ResultsFileError(LlamabenchError):
 
 def check_destination(path: Path) -> None:
     """Fail before any measurement when `path` cannot take appended records."""
-    if path.exists() and not stat.S_ISREG(path.stat().st_mode):
-        raise ResultsFileError(f"{path}: not a regular file (results are appended to a JSON Lines file)")
-    parent = path.parent
-    for folder in (parent, *parent.parents):
+    if path.exists():
+        if not stat.S_ISREG(path.stat().st_mode):
+            raise ResultsFileError(f"{path}: not a regular file (results are appended to a JSON Lines file)")
+        if not os.access(path, os.W_OK):
+            raise ResultsFileError(f"{path}: not writable")
+        return
+    for folder in (path.parent, *path.parent.parents):
         if folder.exists():
             if not folder.is_dir():
                 raise ResultsFileError(f"{path}: {folder} is not a folder")
-            if not os.access(folder, os.W_OK) and folder == parent:
+            if not os.access(folder, os.W_OK):
                 raise ResultsFileError(f"{path}: the folder {folder} is not writable")
-            break
+            return
 
 
 def append_line(path: Path, record: dict) -> None:
     check_destination(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps(record, separators=(",", ":"), default=str) + "\n"
+    try:
+        _append(path, line)
+    except OSError as exc:
+        raise ResultsFileError(f"{path}: cannot append a record ({exc.strerror})") from None
+
+
+def _append(path: Path, line: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+b") as f:
         f.seek(0, os.SEEK_END)
         if f.tell() > 0:

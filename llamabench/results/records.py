@@ -8,6 +8,7 @@ file and skips, with a count, every line it does not understand.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import ClassVar
 from datetime import datetime, timezone
 from enum import StrEnum
 from pathlib import Path
@@ -61,7 +62,7 @@ class Record:
     machine: dict = field(default_factory=dict, kw_only=True)
     versions: dict = field(default_factory=dict, kw_only=True)
 
-    kind: RecordKind = RecordKind.INSPECT  # overridden per class
+    kind: ClassVar[RecordKind] = RecordKind.INSPECT  # set per class; a class attribute, not a field
 
     def _payload(self) -> dict:
         raise NotImplementedError
@@ -92,7 +93,7 @@ class Record:
 class InspectRecord(Record):
     inspection: dict = field(default_factory=dict)  # inspection.Inspection.to_dict(): `inspect --json`
     kv_curve: list = field(default_factory=list)  # [n_ctx, kv_bytes, recurrent_bytes, full_gqa_kv_bytes]
-    kind: RecordKind = RecordKind.INSPECT
+    kind: ClassVar[RecordKind] = RecordKind.INSPECT
 
     def _payload(self) -> dict:
         return {"inspection": self.inspection, "kv_curve": self.kv_curve}
@@ -111,7 +112,7 @@ class VerifyRecord(Record):
     allocations: Allocations = field(default_factory=Allocations)
     checks: list = field(default_factory=list)
     method: str = "llama.cpp no_alloc dry run (sizes, nothing timed)"
-    kind: RecordKind = RecordKind.VERIFY
+    kind: ClassVar[RecordKind] = RecordKind.VERIFY
 
     def _payload(self) -> dict:
         return {"ok": self.ok, "settings": asdict(self.settings), "theory": self.theory,
@@ -128,7 +129,7 @@ class VerifyRecord(Record):
 class FitRecord(Record):
     fit: "FitResult" = None  # noqa: F821 - fit.result.FitResult
     verify: dict | None = None
-    kind: RecordKind = RecordKind.FIT
+    kind: ClassVar[RecordKind] = RecordKind.FIT
 
     def _payload(self) -> dict:
         return {"fit": self.fit.to_dict(), "verify": self.verify}
@@ -156,7 +157,7 @@ class BenchRecord(Record):
     diff: dict | None = None
     memory: dict | None = None
     roofline: dict | None = None  # bytes per token of this test, achieved bandwidth, MBU (bench.runner)
-    kind: RecordKind = RecordKind.BENCH
+    kind: ClassVar[RecordKind] = RecordKind.BENCH
 
     @property
     def ok(self) -> bool:
