@@ -60,6 +60,17 @@ def last_error_line(stderr: str) -> str | None:
     return lines[-1][:300] if lines else None
 
 
+def events(stream):
+    """The child's events: one JSON object per line; anything else on stdout is passed over."""
+    for line in stream:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
 def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
     """Run one job in a child; `on_event` sees every event but "failed" (which ends up in ChildExit)."""
     proc = _start()
@@ -70,13 +81,7 @@ def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
             proc.stdin.close()
         except BrokenPipeError:  # it died before reading its job: how, is said below
             pass
-        for line in proc.stdout:
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(event, dict):
-                continue
+        for event in events(proc.stdout):
             if event.get("event") == "failed":
                 failure = str(event.get("reason"))
             else:
@@ -141,13 +146,7 @@ class DryRunChild:
     def _next(self) -> dict:
         from ..errors import EngineError
 
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if not isinstance(event, dict):
-                continue
+        for event in events(self.proc.stdout):
             if event.get("event") == "failed":
                 self.close()
                 raise EngineError(str(event.get("reason")))
