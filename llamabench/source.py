@@ -86,16 +86,8 @@ def resolve(model: str) -> ModelSource:
     from . import remote
 
     if remote.is_remote(model):
-        from dataclasses import replace
-
-        from .paths import cache_dir
-
-        fetched = remote.fetch_header(model, cache_dir())
-        meta = gguf_file.read_metadata(
-            fetched.path, part=lambda index, count: remote.fetch_header(remote.part_url(model, index, count),
-                                                                        cache_dir()).path)
-        return ModelSource(replace(meta, source=model), None, fetched.path, file_label(fetched.path, _catalog_ids()),
-                           url=model)
+        meta, local = _read_remote(model)
+        return ModelSource(meta, None, local, file_label(local, _catalog_ids()), url=model)
     if looks_like_path(model):
         path = Path(model)
         meta = gguf_file.read_metadata(path)
@@ -117,11 +109,18 @@ def read_any(model: str):
     """The metadata of any GGUF, local or remote, whatever its architecture (a projector, say)."""
     from . import remote
 
-    if remote.is_remote(model):
-        from dataclasses import replace
+    return _read_remote(model)[0] if remote.is_remote(model) else gguf_file.read_metadata(model)
 
-        from .paths import cache_dir
 
-        fetched = remote.fetch_header(model, cache_dir())
-        return replace(gguf_file.read_metadata(fetched.path), source=model)
-    return gguf_file.read_metadata(model)
+def _read_remote(model: str):
+    """(metadata, local sparse copy) of a remote GGUF, the parts of a split set fetched beside the first."""
+    from dataclasses import replace
+
+    from . import remote
+    from .paths import cache_dir
+
+    fetched = remote.fetch_header(model, cache_dir())
+    meta = gguf_file.read_metadata(
+        fetched.path, part=lambda index, count: remote.fetch_header(remote.part_url(model, index, count),
+                                                                    cache_dir()).path)
+    return replace(meta, source=model), fetched.path

@@ -25,10 +25,15 @@ class Check:
         return round(float(self.llama) - self.theory / MIB, 2)
 
 
+def printed_equal(theory_mib: float, printed_mib: float) -> bool:
+    """Whether a size in MiB is the one llama.cpp printed with %.2f."""
+    return abs(theory_mib - printed_mib) <= TOLERANCE_MIB + 1e-9
+
+
 def _mib_check(component: str, theory_bytes: int, printed: float | None) -> Check:
     if printed is None:
         return Check(component, theory_bytes, None, theory_bytes == 0)
-    return Check(component, theory_bytes, printed, abs(theory_bytes / MIB - printed) <= TOLERANCE_MIB + 1e-9)
+    return Check(component, theory_bytes, printed, printed_equal(theory_bytes / MIB, printed))
 
 
 def compare(fp: Footprint, alloc: Allocations) -> list[Check]:

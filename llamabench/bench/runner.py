@@ -12,6 +12,7 @@ from ..footprint import compute_footprint
 from ..layout import ModelGeometry
 from ..llama.alloc_log import MIB, Allocations
 from ..llama.worker import run_child
+from ..verification import printed_equal
 from ..results.records import BenchRecord, ModelRef, append, read_records
 from .plan import Cell, SweepSpec, Test, cells, record_key, tests
 
@@ -42,10 +43,10 @@ def diff_block(theory: dict, alloc: Allocations | None) -> dict | None:
         return None
     kv_theory, rec_theory = theory["kv_bytes"] / MIB, theory["recurrent_state_bytes"] / MIB
     return {"kv_mib_llama_cpp": alloc.kv_mib, "kv_mib_theory": round(kv_theory, 2),
-            "kv_diff_mib": round(alloc.kv_mib - kv_theory, 2), "kv_match": abs(alloc.kv_mib - kv_theory) <= 0.005 + 1e-9,
+            "kv_diff_mib": round(alloc.kv_mib - kv_theory, 2), "kv_match": printed_equal(kv_theory, alloc.kv_mib),
             "recurrent_mib_llama_cpp": alloc.recurrent_mib, "recurrent_mib_theory": round(rec_theory, 2),
             "recurrent_diff_mib": round(alloc.recurrent_mib - rec_theory, 2),
-            "recurrent_match": abs(alloc.recurrent_mib - rec_theory) <= 0.005 + 1e-9}
+            "recurrent_match": printed_equal(rec_theory, alloc.recurrent_mib)}
 
 
 def _memory(alloc_event: dict) -> dict:

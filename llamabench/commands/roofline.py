@@ -99,14 +99,11 @@ def _weights_source(source, quant: str):
     """Metadata with tensor infos, words for them, and a published size to scale to (catalog ids)."""
     if source.path is not None:
         return source.metadata, f"tensor infos of {source.path.name}", None
-    from .. import gguf_file
-    from ..twin.shape import cached_shape_twin
+    from ..twin.shape import published_weights
 
-    meta = gguf_file.read_metadata(cached_shape_twin(source.metadata, source.label))
-    quants = {q.name: q for q in source.entry.published_quants}
-    if quant not in quants:
+    _, meta, q = published_weights(source, quant)
+    if q is None:
         return meta, f"no published {quant} size in the catalog: the shape twin's q4_0 tensors (estimate)", None
-    q = quants[quant]
     return meta, f"published {q.name} size {q.bytes / 1e9:.2f} GB spread over the real tensor shapes (estimate)", q.bytes
 
 

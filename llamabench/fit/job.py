@@ -7,7 +7,6 @@ compute buffer.
 
 from __future__ import annotations
 
-from .. import gguf_file
 from ..errors import LlamabenchError
 from ..footprint import CacheSettings
 from ..layout import ModelGeometry, geometry_from_metadata
@@ -34,7 +33,7 @@ class FitSession:
     @classmethod
     def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool,
              ram_mode: bool = False) -> "FitSession":
-        from ..twin.shape import cached_shape_twin
+        from ..twin.shape import published_weights
 
         gpu_build = engine.supports_gpu_offload()
         backend = "CUDA/GPU" if gpu_build else "CPU"
@@ -46,10 +45,8 @@ class FitSession:
             weights_basis = f"{what}: {meta.weights_bytes / GIB:.2f} GiB in the file"
             hint = path if source.path else f"{source.label}-twin.gguf"
         else:
-            path = str(cached_shape_twin(source.metadata, source.label))
-            meta = gguf_file.read_metadata(path)
-            quants = source.entry.published_quants if source.entry else ()
-            chosen = next((q for q in quants if q.name == "Q4_K_M"), quants[0] if quants else None)
+            shape, meta, chosen = published_weights(source)
+            path = str(shape)
             if chosen:
                 scale = chosen.bytes
                 weights_basis = (f"published {chosen.name} file size {chosen.bytes / 1e9:.2f} GB (models.toml), spread over "

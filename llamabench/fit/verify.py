@@ -14,11 +14,12 @@ from dataclasses import asdict
 
 from ..llama.alloc_log import MIB, Allocations
 from ..llama.worker import run_child
+from ..verification import TOLERANCE_MIB
 from .result import FitResult
 from .search import Fitter, FitRow, recommend
 
 PARTS = ("weights", "kv", "recurrent", "compute")
-EXACT_BYTES = round(0.005 * MIB) + 1  # llama.cpp prints %.2f MiB: a byte count matches within half a hundredth
+EXACT_BYTES = round(TOLERANCE_MIB * MIB) + 1  # llama.cpp prints %.2f MiB: a byte count matches within half a hundredth
 
 
 def _is_host(buffer_name: str) -> bool:

@@ -122,8 +122,8 @@ def measure_tests(session, tests: list[dict], repetitions: int, emit, *, refill:
         session.restore(snap)
 
 
-def _die_with_parent() -> None:
-    """Linux: end this child when the parent sweep dies (it runs in its own session)."""
+def die_with_parent() -> None:
+    """Linux: end this child when its parent dies (it runs in a session of its own)."""
     if sys.platform.startswith("linux"):
         import ctypes
         import signal
@@ -159,7 +159,7 @@ def serve_dry_runs(job: dict) -> None:
 
 
 def main() -> int:
-    _die_with_parent()
+    die_with_parent()
     job = json.loads(sys.stdin.readline())
     try:
         if job["job"] == "dry_runs":

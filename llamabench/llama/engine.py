@@ -30,6 +30,22 @@ def _llama():
     return llama_cpp
 
 
+def lib_path(name: str):
+    """A shared library llama-cpp-python ships (libggml-cpu.so, libggml-rpc.so...)."""
+    from pathlib import Path
+
+    return Path(_llama().__file__).parent / "lib" / f"lib{name}.so"
+
+
+def ggml_lib(name: str):
+    """One of llama-cpp-python's ggml libraries, for the functions its binding does not cover."""
+    path = lib_path(name)
+    if not path.exists():
+        hint = " with CMAKE_ARGS=-DGGML_RPC=on (make install does)" if name == "ggml-rpc" else ""
+        raise EngineError(f"this llama-cpp-python build has no {path.name}: reinstall it{hint}")
+    return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
+
+
 def _ensure_logging() -> None:
     """Route llama.cpp's log (every level) into our buffer, and nothing to stderr."""
     global _callback, _backend_ready
@@ -127,9 +143,7 @@ _rpc_devices: dict[str, int] = {}  # endpoint -> ggml_backend_dev_t, registered 
 def _rpc_device(endpoint: str) -> int:
     """Register an RPC server (an emulated card) with ggml once; its device pointer."""
     if endpoint not in _rpc_devices:
-        from .rpc import _lib
-
-        rpc, ggml = _lib("ggml-rpc"), _lib("ggml")
+        rpc, ggml = ggml_lib("ggml-rpc"), ggml_lib("ggml")
         rpc.ggml_backend_rpc_add_server.argtypes = [ctypes.c_char_p]
         rpc.ggml_backend_rpc_add_server.restype = ctypes.c_void_p
         ggml.ggml_backend_register.argtypes = [ctypes.c_void_p]
@@ -156,7 +170,7 @@ def _model_params(*, n_gpu_layers: int, no_alloc: bool, extra_bufts: bool = True
         params.devices = ctypes.cast(devices, ctypes.c_void_p)
         keep.append(devices)
     if n_cpu_moe:
-        cpu = ctypes.CDLL(str(__import__("pathlib").Path(lc.__file__).parent / "lib" / "libggml-cpu.so"))
+        cpu = ggml_lib("ggml-cpu")
         cpu.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
         buft = cpu.ggml_backend_cpu_buffer_type()
         patterns = [N_CPU_MOE_PATTERN.replace("{il}", str(il)).encode() for il in range(n_cpu_moe)]
@@ -237,11 +251,7 @@ def parse_cpu_mask(mask: str) -> list[bool]:
 
 def _threadpool(threads: Threads):
     """ggml_threadpool_new with llama-bench's settings; the caller frees it after the context."""
-    import llama_cpp
-
-    lib_dir = __import__("pathlib").Path(llama_cpp.__file__).parent / "lib"
-    base = ctypes.CDLL(str(lib_dir / "libggml-base.so"))
-    cpu = ctypes.CDLL(str(lib_dir / "libggml-cpu.so"))
+    base, cpu = ggml_lib("ggml-base"), ggml_lib("ggml-cpu")
     base.ggml_threadpool_params_init.argtypes = [ctypes.POINTER(_ThreadpoolParams), ctypes.c_int]
     cpu.ggml_threadpool_new.argtypes = [ctypes.POINTER(_ThreadpoolParams)]
     cpu.ggml_threadpool_new.restype = ctypes.c_void_p

@@ -16,34 +16,23 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 from ..errors import EngineError
 
 GGML_BACKEND_DEVICE_TYPE_CPU = 0
 
 
-def _lib(name: str):
-    import llama_cpp
-
-    path = Path(llama_cpp.__file__).parent / "lib" / f"lib{name}.so"
-    if not path.exists():
-        raise EngineError(f"this llama-cpp-python build has no {path.name}: reinstall it with CMAKE_ARGS=-DGGML_RPC=on "
-                          "(make install does)")
-    return ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-
-
 def available() -> bool:
-    import llama_cpp
+    from .engine import lib_path
 
-    return (Path(llama_cpp.__file__).parent / "lib" / "libggml-rpc.so").exists()
+    return lib_path("ggml-rpc").exists()
 
 
 def serve(port: int, n_threads: int) -> None:
     """Blocks serving the CPU device on 127.0.0.1:port (call in a process of its own)."""
-    import llama_cpp  # noqa: F401 - loads libggml with the CPU backend
+    from .engine import ggml_lib
 
-    ggml, rpc = _lib("ggml"), _lib("ggml-rpc")
+    ggml, rpc = ggml_lib("ggml"), ggml_lib("ggml-rpc")
     ggml.ggml_backend_dev_by_type.argtypes = [ctypes.c_int]
     ggml.ggml_backend_dev_by_type.restype = ctypes.c_void_p
     rpc.ggml_backend_rpc_start_server.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t,
@@ -105,11 +94,9 @@ def emulated_card(n_threads: int = 1, timeout_s: float = 30.0):
 
 
 def main() -> int:
-    if sys.platform.startswith("linux"):  # die with the parent
-        try:
-            ctypes.CDLL("libc.so.6").prctl(1, int(signal.SIGKILL))
-        except OSError:
-            pass
+    from .child import die_with_parent
+
+    die_with_parent()
     serve(int(sys.argv[1]), int(sys.argv[2]))
     return 0
 

@@ -75,3 +75,17 @@ def cached_shape_twin(meta: ModelMetadata, label: str) -> Path:
     if not path.exists():
         write_shape_twin(meta, path)
     return path
+
+
+def published_weights(source, quant: str | None = None):
+    """A catalog model's shape twin (path and metadata) and the published quant its weights scale to: `quant`
+    by name, or without one Q4_K_M, else the first published; None where the catalog publishes none."""
+    from .. import gguf_file
+
+    path = cached_shape_twin(source.metadata, source.label)
+    quants = source.entry.published_quants if source.entry else ()
+    if quant is not None:
+        chosen = next((q for q in quants if q.name == quant), None)
+    else:
+        chosen = next((q for q in quants if q.name == "Q4_K_M"), quants[0] if quants else None)
+    return path, gguf_file.read_metadata(path), chosen
