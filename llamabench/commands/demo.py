@@ -63,15 +63,15 @@ def deepest_depth(n_ctx: int, test_tokens: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import sysinfo
     from ..cli import main
     from ..llama import engine
+    from ..results.jsonl import check_destination
 
     start = time.perf_counter()
     source = model_source.resolve(args.model)
     out_dir = args.out_dir or reports_dir() / source.label
     results = out_dir / "results.jsonl"
-    from ..results.jsonl import check_destination
-
     check_destination(results)
     gpu = engine.supports_gpu_offload()
     ctx = str(args.n_ctx)
@@ -96,8 +96,6 @@ def run(args: argparse.Namespace) -> int:
                   "-d", ",".join(map(str, depths)), "-r", str(args.repetitions), "--results", str(results)]
     if args.n_threads:
         bench_argv += ["-t", str(args.n_threads)]
-    from .. import sysinfo
-
     repack_note = None
     if not gpu and sysinfo.has_amx() and not source.is_catalog:
         # ggml's AMX repack of Q4_K weights crashed llama.cpp (SIGSEGV in decode) on a real Gemma 3 Q4_K_M here
