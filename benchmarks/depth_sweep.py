@@ -17,15 +17,13 @@ from pathlib import Path
 
 from llamabench import catalog
 from llamabench.llama.child import measure_tests
-from llamabench.bench.plan import SweepSpec, tests
 from llamabench.llama.engine import Session
-from llamabench.footprint import CacheSettings
+from llamabench.params import Params, bench_tests
 from llamabench.twin.build import write_twin
 
 
 def run(path: str, n_ctx: int, depths: tuple[int, ...], n_gen: int, threads: int, refill: bool) -> tuple[float, int]:
-    spec = SweepSpec(n_prompt=(0,), n_gen=(n_gen,), depths=depths, repetitions=1)
-    plan = [{"name": t.name, "kind": t.kind, "n_tokens": t.n_tokens, "depth": t.depth} for t in tests(spec)]
+    plan = bench_tests((0,), (n_gen,), depths)
     filled = 0
 
     def emit(event, **data):
@@ -35,7 +33,7 @@ def run(path: str, n_ctx: int, depths: tuple[int, ...], n_gen: int, threads: int
         if event == "test_failed":
             raise RuntimeError(data["reason"])
 
-    with Session(path, CacheSettings(n_ctx=n_ctx), n_threads=threads) as session:
+    with Session(path, Params(n_ctx=n_ctx, n_threads=threads)) as session:
         t0 = time.perf_counter()
         measure_tests(session, plan, 1, emit, refill=refill)
         return time.perf_counter() - t0, filled

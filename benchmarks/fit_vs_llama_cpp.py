@@ -24,12 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import llamabench as lb  # noqa: E402
 from llamabench import catalog  # noqa: E402
-from llamabench import source as model_source  # noqa: E402
-from llamabench.fit.job import FitSession  # noqa: E402
+from llamabench.fit.advice import short_placement  # noqa: E402
 from llamabench.fit.search import Placement, PlacementKind, recommend  # noqa: E402
 from llamabench.llama.rpc import emulated_card  # noqa: E402
-from llamabench.render.fit import short_placement  # noqa: E402
+from llamabench.render.table import render_table  # noqa: E402
+from llamabench.source import resolve  # noqa: E402
 from llamabench.twin.shape import cached_shape_twin  # noqa: E402
 
 MIB, GIB = 2**20, 2**30
@@ -77,15 +78,12 @@ def placement_args(p: Placement) -> list[str]:
 
 def compare(label: str, path: str, endpoint: str, tools: Path, budget_mib: int, n_ctx: int, free_mib: int) -> list[str]:
     """Both fits on the same file (its real tensor infos) and the same card budget."""
-    source = model_source.resolve(path)
-    session = FitSession.open(source, flash_attn=True, n_ubatch=512, reserve=0, verify=False)
     margin = max(0, free_mib - budget_mib)
     t0 = time.perf_counter()
     theirs = llama_fit(tools, path, endpoint, n_ctx, margin)
     t_theirs = time.perf_counter() - t0
     t0 = time.perf_counter()
-    result = session.evaluate([(f"{budget_mib}MiB", budget_mib * MIB)], [n_ctx],
-                              [("f16", "f16"), ("q8_0", "q8_0"), ("q4_0", "q4_0")])
+    result = lb.fit(path, n_ctx=n_ctx, vram=f"{budget_mib}MiB", reserve=0).fit
     t_ours = time.perf_counter() - t0
     rows = result.rows_for(f"{budget_mib}MiB", n_ctx)
     ours = recommend([r for r in rows if r.settings.type_k == "f16"])
@@ -113,11 +111,9 @@ def main() -> None:
     args = ap.parse_args()
     if not (args.tools / "llama-fit-params").exists():
         sys.exit(f"no llama-fit-params in {args.tools}: run ../shared/tools/build_llama_tools.sh first")
-    from llamabench.render.table import render_table
-
     rows = []
     with emulated_card(n_threads=1) as endpoint:
-        free_mib = llama_fit(args.tools, str(model_source.resolve("qwen3-30b-a3b").gguf_for_llama()), endpoint,
+        free_mib = llama_fit(args.tools, str(resolve("qwen3-30b-a3b").gguf_for_llama()), endpoint,
                              4096, 0)["free_mib"]
         print(f"emulated card {endpoint}: {free_mib} MiB free (llama.cpp's reading)", file=sys.stderr)
         for model_id in args.models.split(","):

@@ -17,11 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from llamabench import catalog, gguf_file
-from llamabench.bench.plan import SweepSpec
-from llamabench.bench.runner import run_sweep
-from llamabench.results.records import ModelRef
-from llamabench.layout import geometry_from_metadata
+import llamabench as lb
+from llamabench import catalog
 from llamabench.twin.build import write_twin
 
 
@@ -77,14 +74,10 @@ def bare_loop(path: str, n_ctx: int, n_prompt: int, n_gen: int, reps: int, threa
 
 
 def bench_tool(path: str, label: str, n_ctx: int, n_prompt: int, n_gen: int, reps: int, threads: int) -> tuple[list[float], list[float]]:
-    meta = gguf_file.read_metadata(path)
-    model = ModelRef(label, label, meta.architecture, str(path), True)
-    geometry = geometry_from_metadata(meta)
-    spec = SweepSpec(n_ctx=(n_ctx,), n_prompt=(n_prompt,), n_gen=(n_gen,), depths=(0,), n_threads=(threads,),
-                     repetitions=reps)
     with tempfile.TemporaryDirectory() as tmp:
-        outcome = run_sweep(model, geometry, spec, Path(tmp) / "r.jsonl")
-    by_kind = {r.params["kind"]: r.samples_ts for r in outcome.records}
+        run = lb.bench(path, n_ctx=n_ctx, n_prompt=n_prompt, n_gen=n_gen, n_threads=threads, repetitions=reps,
+                       results=Path(tmp) / "r.jsonl")
+    by_kind = {str(r.test.kind): r.samples_ts for r in run.records}
     return by_kind["pp"], by_kind["tg"]
 
 

@@ -9,12 +9,14 @@ shallowest and deepest depth, and prints its prediction for every measured depth
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import llamabench as lb  # noqa: E402
+from llamabench.render.speed import render_roofline  # noqa: E402
 
 
 def main() -> None:
@@ -36,20 +38,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         results = a.results or Path(tmp) / "depth.jsonl"
         if a.results is None:
-            subprocess.run([sys.executable, "-m", "llamabench.cli", "bench", a.model, "-c", ctx, "-p", "0", "-n", a.n,
-                            "-d", a.d, "-r", a.r, "-t", a.t, "--repack", a.repack, "--results", str(results)],
-                           check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([sys.executable, "-m", "llamabench.cli", "roofline", a.model, "--results", str(results),
-                        "--ctx", ctx], check=True)
-        import json
-
+            lb.bench(a.model, n_ctx=ctx, n_prompt=0, n_gen=a.n, n_depth=a.d, repetitions=a.r, n_threads=a.t,
+                     repack=a.repack, results=results)
+        print(render_roofline(lb.roofline(a.model, calibrate=results, n_ctx=ctx)))
         print("\nMBU per depth (bytes per token x t/s / measured peak):")
-        for line in Path(results).read_text().splitlines():
-            r = json.loads(line)
-            if r.get("status") == "ok" and r.get("roofline"):
-                rf = r["roofline"]
-                print(f"  {r['test']:<16} {r['avg_ts']:7.2f} t/s  {rf['bytes_per_token'] / 2**20:7.1f} MiB/token  "
-                      f"{rf['achieved_gbps']:6.2f} GB/s of {rf['peak_gbps']} GB/s: MBU {rf['mbu'] * 100:.1f}%")
+        for r in lb.read_records(results).records:
+            if isinstance(r, lb.BenchRecord) and r.ok and r.roofline:
+                rf = r.roofline
+                print(f"  {r.test.name:<16} {r.avg_ts:7.2f} t/s  {rf.bytes_per_token / 2**20:7.1f} MiB/token  "
+                      f"{rf.achieved_gbps:6.2f} GB/s of {rf.peak_gbps} GB/s: MBU {rf.mbu * 100:.1f}%")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import llamabench as lb  # noqa: E402
+
 
 def test_name(n_prompt: int, n_gen: int, depth: int) -> str:
     base = f"pp{n_prompt}" if n_prompt else f"tg{n_gen}"
@@ -42,14 +44,11 @@ def run_llama_bench(tools: Path, model: str, a) -> tuple[dict[str, float], float
 
 def run_ours(model: str, a) -> tuple[dict[str, float], float]:
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "llamabench.cli", "bench", model, "-c", str(a.ctx), "-p", a.p, "-n", a.n,
-               "-d", a.d, "-r", str(a.r), "-t", str(a.t), "-fa", "1", "--repack", a.repack, "-o", "jsonl",
-               "--results", str(Path(tmp) / "r.jsonl")]
         t0 = time.perf_counter()
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        run = lb.bench(model, n_ctx=a.ctx, n_prompt=a.p, n_gen=a.n, n_depth=a.d, repetitions=a.r, n_threads=a.t,
+                       flash_attn=True, repack=a.repack, results=Path(tmp) / "r.jsonl")
         wall = time.perf_counter() - t0
-    rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return {r["test"]: r["avg_ts"] for r in rows if r["status"] == "ok"}, wall
+    return {r.test.name: r.avg_ts for r in run.records if r.ok}, wall
 
 
 def main() -> None:

@@ -10,7 +10,13 @@ from __future__ import annotations
 import os
 import threading
 import time
+import json
+import platform
 from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from .paths import cache_dir
 
 N_BYTES_PER_ARRAY = 256 * 2**20  # 3 arrays of 256 MiB: well past any CPU cache
 PASSES = 5
@@ -23,8 +29,14 @@ class Bandwidth:
     threads: int
     method: str
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+
+@dataclass(frozen=True)
+class PeakBandwidth:
+    """The peak a bench's MBU is measured against: NVML's figure on a GPU, the probe's best on a CPU."""
+
+    peak_gbps: float
+    method: str
+    probe: Bandwidth | None = None
 
 
 def _timed(fn, slices, threads: int) -> float:
@@ -47,8 +59,6 @@ def _timed(fn, slices, threads: int) -> float:
 
 
 def measure(threads: int | None = None, n_bytes: int = N_BYTES_PER_ARRAY, passes: int = PASSES) -> Bandwidth:
-    import numpy as np
-
     threads = threads or os.cpu_count() or 1
     n = n_bytes // 8
     a, b, c = np.zeros(n), np.ones(n), np.full(n, 2.0)
@@ -72,35 +82,13 @@ def measure(threads: int | None = None, n_bytes: int = N_BYTES_PER_ARRAY, passes
                                           f"{n_bytes // 2**20} MiB float64, best of {passes}")
 
 
-def gpu_peak_gbps() -> float | None:
-    """NVML: max memory clock (MHz) x bus width (bits) x 2 (double data rate) / 8, of GPU 0."""
-    from .sysinfo import _nvml
-
-    nvml = _nvml()
-    if nvml is None:
-        return None
-    try:
-        handle = nvml.nvmlDeviceGetHandleByIndex(0)
-        clock_mhz = nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)
-        bus_bits = nvml.nvmlDeviceGetMemoryBusWidth(handle)
-    except Exception:
-        return None
-    return clock_mhz * 1e6 * bus_bits * 2 / 8 / 1e9
-
-
 CACHE_SECONDS = 24 * 3600
 
 
 def cached_measure() -> Bandwidth:
     """`measure()`, at most once a day per machine (the probe moves 768 MiB per pass: seconds on a laptop)."""
-    import json
-    import platform
-
-    from .paths import cache_dir
-    from .sysinfo import cpu_model
-
     path = cache_dir() / "bandwidth.json"
-    key = f"{platform.node()}|{cpu_model()}|{os.cpu_count()}"
+    key = f"{platform.node()}|{platform.processor() or platform.machine()}|{os.cpu_count()}"
     try:
         stored = json.loads(path.read_text())
         if stored.get("key") == key and time.time() - stored.get("time", 0) < CACHE_SECONDS:
@@ -110,7 +98,7 @@ def cached_measure() -> Bandwidth:
     result = measure()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"key": key, "time": time.time(), "bandwidth": result.to_dict()}))
+        path.write_text(json.dumps({"key": key, "time": time.time(), "bandwidth": asdict(result)}))
     except OSError:
         pass
     return result

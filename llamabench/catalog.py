@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import tomllib
 from functools import lru_cache
+from importlib.resources import files
 from pathlib import Path
 
 from .errors import CatalogError
@@ -24,8 +25,6 @@ def catalog_path() -> Path:
     override = os.environ.get("LLAMABENCH_CATALOG")
     if override:
         return Path(override)
-    from importlib.resources import files
-
     return Path(str(files("llamabench") / CATALOG_RESOURCE))
 
 

@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 
-from . import __version__
+from .versions import __version__
 from .errors import LlamabenchError
 
 COMMANDS = ("inspect", "twin", "verify", "bench", "fit", "roofline", "report", "demo")

@@ -1,6 +1,6 @@
 """The theoretical memory footprint: KV cache and recurrent state, as llama.cpp sizes them.
 
-Pure arithmetic on a `ModelGeometry` and `CacheSettings`; no file, no llama.cpp, no clock.
+Pure arithmetic on a `ModelGeometry` and `Params`; no file, no llama.cpp, no clock.
 References (llama.cpp in llama-cpp-python 0.3.36):
 - n_ctx rounding and streams: llama_context::llama_context (src/llama-context.cpp)
 - KV tensors: llama_kv_cache::llama_kv_cache (src/llama-kv-cache.cpp)
@@ -12,33 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import cache_types
+from . import architectures, cache_types
 from .errors import UsageError
 from .layout import LayerGeometry, ModelGeometry
+from .params import LLAMA_MAX_SEQ, Params
 
-# llm_arch_supports_rs_rollback (src/llama-arch.cpp): elsewhere llama.cpp resets n_rs_seq to 0
-RS_ROLLBACK_ARCHITECTURES = frozenset({"qwen35", "qwen35moe", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe",
-                                       "kimi-k3", "qwen4exp", "deepseek4", "glm5-next", "bailingmoe3"})
 KV_PAD = 256  # llama.cpp pads n_ctx, n_ctx_seq and the SWA cache to 256 cells
-LLAMA_MAX_SEQ = 256
 
 
 def pad(n: int, multiple: int = KV_PAD) -> int:
     return (n + multiple - 1) // multiple * multiple
-
-
-@dataclass(frozen=True)
-class CacheSettings:
-    n_ctx: int = 131072
-    type_k: str = "f16"
-    type_v: str = "f16"
-    n_seq: int = 1
-    kv_unified: bool = False
-    swa_full: bool = False
-    n_batch: int = 2048
-    n_ubatch: int = 512
-    flash_attn: bool = True
-    n_rs_seq: int = 0
 
 
 @dataclass(frozen=True)
@@ -55,7 +38,7 @@ class ContextShape:
 
 @dataclass(frozen=True)
 class Footprint:
-    settings: CacheSettings
+    params: Params
     shape: ContextShape
     kv_bytes_per_token: int  # growing KV per token: every cached layer that is not SWA
     swa_kv_bytes_per_cell: int  # SWA layers' KV per cached cell
@@ -90,7 +73,7 @@ class Footprint:
         return self.full_gqa_kv_bytes_per_token / self.kv_bytes_per_token
 
 
-def context_shape(geometry: ModelGeometry, s: CacheSettings) -> ContextShape:
+def context_shape(geometry: ModelGeometry, s: Params) -> ContextShape:
     if s.n_ctx < 0:
         raise UsageError(f"n_ctx must be 0 (the model's trained length) or positive, got {s.n_ctx}")
     if not 1 <= s.n_seq <= LLAMA_MAX_SEQ:
@@ -117,12 +100,13 @@ def context_shape(geometry: ModelGeometry, s: CacheSettings) -> ContextShape:
     return ContextShape(n_ctx, n_ctx_seq, n_stream, n_batch, n_ubatch, swa_cells)
 
 
-def _recurrent_rows(geometry: ModelGeometry, settings: CacheSettings) -> int:
-    n_rs_seq = settings.n_rs_seq if geometry.architecture in RS_ROLLBACK_ARCHITECTURES else 0
-    return max(1, settings.n_seq) * (1 + n_rs_seq)
+def _recurrent_rows(geometry: ModelGeometry, params: Params) -> int:
+    # llm_arch_supports_rs_rollback (src/llama-arch.cpp): elsewhere llama.cpp resets n_rs_seq to 0
+    n_rs_seq = params.n_rs_seq if architectures.get(geometry.architecture).rs_rollback else 0
+    return max(1, params.n_seq) * (1 + n_rs_seq)
 
 
-def _layer_row_bytes(layer: LayerGeometry, geometry: ModelGeometry, s: CacheSettings) -> tuple[int, int]:
+def _layer_row_bytes(layer: LayerGeometry, geometry: ModelGeometry, s: Params) -> tuple[int, int]:
     """Bytes of one cell's K row and V row in this layer (V padded to the widest layer when V is transposed)."""
     k = cache_types.row_bytes(s.type_k, layer.k_width)
     if layer.v_width == 0 and geometry.is_mla:
@@ -131,20 +115,20 @@ def _layer_row_bytes(layer: LayerGeometry, geometry: ModelGeometry, s: CacheSett
     return k, cache_types.row_bytes(s.type_v, v_width)
 
 
-def compute_footprint(geometry: ModelGeometry, settings: CacheSettings) -> Footprint:
-    if cache_types.is_quantized(settings.type_v) and not settings.flash_attn and geometry.cached_layers:
+def compute_footprint(geometry: ModelGeometry, params: Params) -> Footprint:
+    if cache_types.is_quantized(params.type_v) and not params.flash_attn and geometry.cached_layers:
         raise UsageError(
-            f"a quantized V cache ({settings.type_v}) needs flash attention",
+            f"a quantized V cache ({params.type_v}) needs flash attention",
             hint="use -fa on, or an f16/bf16/f32 V cache",
         )
-    shape = context_shape(geometry, settings)
+    shape = context_shape(geometry, params)
     cells = shape.n_ctx_seq * shape.n_stream
     swa_cells = shape.swa_cells * shape.n_stream
 
     k_tok = v_tok = swa_k_cell = swa_v_cell = 0
     n_kv = n_swa = 0
     for layer in geometry.cached_layers:
-        k, v = _layer_row_bytes(layer, geometry, settings)
+        k, v = _layer_row_bytes(layer, geometry, params)
         if layer.is_swa:
             swa_k_cell += k
             swa_v_cell += v
@@ -154,17 +138,17 @@ def compute_footprint(geometry: ModelGeometry, settings: CacheSettings) -> Footp
             v_tok += v
             n_kv += 1
 
-    ref_k = cache_types.row_bytes(settings.type_k, geometry.full_attention_k_width)
-    ref_v = cache_types.row_bytes(settings.type_v, geometry.full_attention_v_width)
+    ref_k = cache_types.row_bytes(params.type_k, geometry.full_attention_k_width)
+    ref_v = cache_types.row_bytes(params.type_v, geometry.full_attention_v_width)
     full_gqa = (ref_k + ref_v) * len(geometry.mixer_layers)
 
     recurrent = geometry.recurrent_layers
-    rows = _recurrent_rows(geometry, settings)
+    rows = _recurrent_rows(geometry, params)
     r_bytes = geometry.recurrent_r_width * cache_types.F32_BYTES * rows * len(recurrent)
     s_bytes = geometry.recurrent_s_width * cache_types.F32_BYTES * rows * len(recurrent)
 
     return Footprint(
-        settings=settings,
+        params=params,
         shape=shape,
         kv_bytes_per_token=k_tok + v_tok,
         swa_kv_bytes_per_cell=swa_k_cell + swa_v_cell,
@@ -181,24 +165,51 @@ def compute_footprint(geometry: ModelGeometry, settings: CacheSettings) -> Footp
     )
 
 
-def per_layer_bytes(geometry: ModelGeometry, settings: CacheSettings) -> dict[int, tuple[int, int]]:
+def per_layer_bytes(geometry: ModelGeometry, params: Params) -> dict[int, tuple[int, int]]:
     """(KV bytes, recurrent-state bytes) held by each main layer at n_ctx.
 
     llama.cpp puts each layer's KV and recurrent state on that layer's device, so the split of a
     placement follows from this table; the columns sum to kv_bytes and recurrent_state_bytes.
     """
-    shape = context_shape(geometry, settings)
+    shape = context_shape(geometry, params)
     cells = shape.n_ctx_seq * shape.n_stream
     swa_cells = shape.swa_cells * shape.n_stream
-    rows = _recurrent_rows(geometry, settings)
+    rows = _recurrent_rows(geometry, params)
     state = (geometry.recurrent_r_width + geometry.recurrent_s_width) * cache_types.F32_BYTES * rows
     out = {}
     for layer in geometry.layers:
         kv = rec = 0
         if layer.has_kv:
-            k, v = _layer_row_bytes(layer, geometry, settings)
+            k, v = _layer_row_bytes(layer, geometry, params)
             kv = (k + v) * (swa_cells if layer.is_swa else cells)
         if layer.has_recurrent_state:
             rec = state
         out[layer.index] = (kv, rec)
     return out
+
+
+@dataclass(frozen=True)
+class KvPoint:
+    """One point of the KV curve: n_ctx after rounding, and what the caches hold there."""
+
+    n_ctx: int
+    kv_bytes: int
+    recurrent_bytes: int
+    full_gqa_kv_bytes: int  # the same model with every mixer layer cached as full attention
+
+    @property
+    def cache_bytes(self) -> int:
+        return self.kv_bytes + self.recurrent_bytes
+
+
+def kv_curve(geometry: ModelGeometry, params: Params, top: int, points: int = 64) -> tuple[KvPoint, ...]:
+    """KV against n_ctx from 256 up to `top`, on 256-cell steps, `points` points (and `params.n_ctx` itself)."""
+    ctxs = {max(KV_PAD, round(top * i / points / KV_PAD) * KV_PAD) for i in range(1, points + 1)}
+    if params.n_ctx:
+        ctxs.add(pad(params.n_ctx))
+    out = []
+    for n in sorted(ctxs):
+        fp = compute_footprint(geometry, params.replace(n_ctx=n))
+        out.append(KvPoint(fp.shape.n_ctx, fp.kv_bytes, fp.recurrent_state_bytes,
+                           fp.full_gqa_kv_bytes_per_token * fp.shape.n_ctx))
+    return tuple(out)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import struct
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from gguf import GGUFValueType
+import numpy as np
+from gguf import GGUFReader, GGUFValueType
 
 from .errors import BadModelFile
-from .metadata import ModelMetadata, TensorInfo
+from .metadata import ModelMetadata, TensorInfo, cut
 
 
 GGUF_MAGIC = b"GGUF"
@@ -30,9 +32,6 @@ def _skimming_reader_class():
     The stock reader takes over 10 s on a 150k-token vocabulary; metadata that decides memory
     is never in such arrays.
     """
-    import numpy as np
-    from gguf import GGUFReader, GGUFValueType
-
     class SkimmingReader(GGUFReader):
         def _get_field_parts(self, orig_offs, raw_type):
             if raw_type != GGUFValueType.ARRAY:
@@ -60,8 +59,6 @@ def _skimming_reader_class():
 
 
 def _field_value(field):
-    from gguf import GGUFValueType
-
     if field.types and field.types[0] == GGUFValueType.ARRAY:
         return tuple(field.contents())
     return field.contents()
@@ -69,19 +66,8 @@ def _field_value(field):
 
 MIN_TENSOR_INFO_BYTES = 8 + 1 + 4 + 8 + 4 + 8  # name length, a 1-byte name, n_dims, one dim, type, offset
 MIN_KV_BYTES = 8 + 1 + 4 + 1  # key length, a 1-byte key, value type, a 1-byte value
-MESSAGE_CHARS = 80  # metadata strings quoted in a message are cut to this
-
-
-def cut(value, limit: int = MESSAGE_CHARS) -> str:
-    """A metadata value for a one-line message: repr, cut to `limit` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 20] + f"... ({len(text):,} chars)"
-
-
 def check_regular_file(path: Path, what: str = "GGUF file") -> None:
     """A regular file, or a one-line error at once: a FIFO or a device would block or never end."""
-    import stat
-
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:

@@ -1,6 +1,7 @@
 """Which layer caches what: the hybrid layer layout, as llama.cpp derives it from GGUF metadata.
 
-Pure: takes a `ModelMetadata`, returns a `ModelGeometry`. The rules follow the llama.cpp
+Pure: takes a `ModelMetadata`, returns a `ModelGeometry`. Which rule an architecture follows, and
+its required keys and default SWA pattern, come from its row in `architectures`. The rules follow the llama.cpp
 vendored in llama-cpp-python 0.3.36: `llama_model_base::load_hparams` (src/llama-model.cpp),
 each family's `load_arch_hparams` (src/models/<arch>.cpp), `llama_model::create_memory`
 and `llama_hparams::n_embd_r / n_embd_s` (src/llama-hparams.cpp).
@@ -11,9 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from gguf import GGUFValueType
+
+from . import architectures
 from . import gguf_keys as K
-from .errors import BadModelFile, UnsupportedArchitecture
-from .metadata import ModelMetadata
+from .architectures import LayoutRule, RecurrentState
+from .errors import BadModelFile
+from .metadata import ModelMetadata, cut
 
 LLAMA_MAX_LAYERS = 512  # src/llama-hparams.h
 
@@ -25,43 +30,6 @@ class LayerKind(StrEnum):
     FULL_RECURRENT = "full+recurrent"  # both in one layer (falcon-h1)
     MLA = "mla"  # multi-head latent attention: one compressed K-only row
     NONE = "none"  # no cache at all (FFN-only layers)
-
-
-# Plain GQA transformers: every layer caches K and V.
-PLAIN_ARCHITECTURES = frozenset({"llama", "qwen2", "qwen2moe", "qwen3", "qwen3moe"})
-# Every 4th layer is full attention unless `attention.recurrent_layers` says otherwise.
-INTERVAL_HYBRIDS = frozenset({"qwen35", "qwen35moe", "qwen3next"})
-# A layer is recurrent iff its `attention.head_count_kv` entry is 0.
-KV_ZERO_HYBRIDS = frozenset({"granitehybrid", "jamba", "lfm2"})
-NEMOTRON_H = frozenset({"nemotron_h", "nemotron_h_moe"})
-SWA_ARCHITECTURES = {"gemma3": 6, "gpt-oss": 2}  # arch -> default sliding_window_pattern
-RECURRENT_ONLY = frozenset({"mamba2"})
-
-SUPPORTED_ARCHITECTURES = tuple(
-    sorted(
-        PLAIN_ARCHITECTURES
-        | INTERVAL_HYBRIDS
-        | KV_ZERO_HYBRIDS
-        | NEMOTRON_H
-        | set(SWA_ARCHITECTURES)
-        | RECURRENT_ONLY
-        | {"falcon-h1", "deepseek2"}
-    )
-)
-
-# ssm.* keys that each recurrent family requires (llama.cpp's ml.get_key(..., required)).
-SSM_KEYS = (K.SSM_CONV_KERNEL, K.SSM_INNER_SIZE, K.SSM_STATE_SIZE, K.SSM_TIME_STEP_RANK, K.SSM_GROUP_COUNT)
-REQUIRED_SSM_KEYS = {
-    "qwen35": SSM_KEYS,
-    "qwen35moe": SSM_KEYS,
-    "qwen3next": SSM_KEYS,
-    "granitehybrid": SSM_KEYS,
-    "nemotron_h": SSM_KEYS,
-    "nemotron_h_moe": SSM_KEYS,
-    "falcon-h1": SSM_KEYS,
-    "mamba2": SSM_KEYS,
-    "jamba": SSM_KEYS[:4],
-}
 
 
 @dataclass(frozen=True)
@@ -130,8 +98,6 @@ def _check_type(meta: ModelMetadata, suffix: str, *, array_ok: bool) -> None:
     types = meta.value_types.get(f"{meta.architecture}.{suffix}")
     if not types:
         return  # a catalog entry: no GGUF types
-    from gguf import GGUFValueType
-
     ok = types[0] == UINT32 or (array_ok and types[0] == ARRAY and len(types) > 1 and types[1] in (UINT32, INT32))
     if not ok:
         names = "/".join(GGUFValueType(t).name for t in types)
@@ -147,17 +113,11 @@ def _int(meta: ModelMetadata, suffix: str, default: int | None = None, *, requir
         return default
     if isinstance(value, tuple) or isinstance(value, bool) or not isinstance(value, int):
         raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be an integer, got "
-                           f"{_cut(value)}")
+                           f"{cut(value)}")
     _check_type(meta, suffix, array_ok=False)
     if value < 0:
         raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} is negative ({value})")
     return value
-
-
-def _cut(value) -> str:
-    from .gguf_file import cut
-
-    return cut(value)
 
 
 def _per_layer(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[int, ...]) -> tuple[int, ...]:
@@ -175,7 +135,7 @@ def _per_layer(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[in
             raise BadModelFile(f"{meta.source}: {meta.architecture}.{suffix} holds values that are not counts")
         return tuple(int(v) for v in value)
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be a count, got {_cut(value)}")
+        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be a count, got {cut(value)}")
     return (int(value),) * n_layer
 
 
@@ -197,9 +157,9 @@ def _swa_flags(meta: ModelMetadata, n_main: int, n_layer: int, default_pattern: 
     return tuple(pattern == 0 or (i % pattern < pattern - 1) for i in range(n_main))
 
 
-def _recurrent_widths(meta: ModelMetadata, n_embd: int) -> tuple[int, int]:
+def _recurrent_widths(meta: ModelMetadata, state: RecurrentState, n_embd: int) -> tuple[int, int]:
     """(n_embd_r, n_embd_s) from llama_hparams::n_embd_r / n_embd_s."""
-    if meta.architecture == "lfm2":
+    if state is RecurrentState.SHORTCONV:
         l_cache = _int(meta, K.SHORTCONV_L_CACHE, required=True)
         if l_cache < 1:
             raise BadModelFile(f"{meta.source}: {meta.architecture}.shortconv.l_cache must be at least 1")
@@ -214,11 +174,7 @@ def _recurrent_widths(meta: ModelMetadata, n_embd: int) -> tuple[int, int]:
 
 def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
     arch = meta.architecture
-    if arch not in SUPPORTED_ARCHITECTURES:
-        raise UnsupportedArchitecture(
-            f"{meta.source}: architecture '{arch}' is not supported by llamabench",
-            hint="supported: " + ", ".join(SUPPORTED_ARCHITECTURES),
-        )
+    row = architectures.get(arch, meta.source)
 
     n_layer = _int(meta, K.BLOCK_COUNT, required=True)
     if n_layer == 0 or n_layer > LLAMA_MAX_LAYERS:
@@ -237,7 +193,7 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
     n_ff_arr = _per_layer(meta, K.FEED_FORWARD_LENGTH, n_layer, (0,) * n_layer)
     n_head = n_head_arr[0]
 
-    for key in REQUIRED_SSM_KEYS.get(arch, ()):
+    for key in row.required_keys:
         _int(meta, key, required=True)
 
     if n_head > 0:
@@ -265,9 +221,8 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
     has_kv = [True] * n_main
     n_swa = 0
 
-    if arch in PLAIN_ARCHITECTURES:
-        pass
-    elif arch in INTERVAL_HYBRIDS:
+    rule = row.layout  # PLAIN and MLA keep the defaults above: every main layer caches K and V
+    if rule is LayoutRule.INTERVAL:
         flags = _bool_array(meta, K.RECURRENT_LAYERS, n_layer)
         if flags is None:
             interval = _int(meta, K.FULL_ATTENTION_INTERVAL, 4)
@@ -276,33 +231,31 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
             flags = tuple((i < n_main) and ((i + 1) % interval != 0) for i in range(n_layer))
         is_recr = list(flags[:n_main])
         has_kv = [not r for r in is_recr]
-    elif arch in KV_ZERO_HYBRIDS:
+    elif rule is LayoutRule.KV_ZERO:
         is_recr = [n_head_kv_arr[i] == 0 for i in range(n_main)]
         has_kv = [not r for r in is_recr]
-        if arch == "lfm2":
-            window = _int(meta, K.SLIDING_WINDOW, 0)
-            if window > 0:
-                n_swa = window
-                is_swa = [not r for r in is_recr]
-    elif arch in NEMOTRON_H:
+    elif rule is LayoutRule.NEMOTRON_H:
         is_recr = [n_head_kv_arr[i] == 0 and n_ff_arr[i] == 0 for i in range(n_main)]
         has_kv = [not is_recr[i] and n_ff_arr[i] == 0 for i in range(n_main)]
-    elif arch == "falcon-h1":
+    elif rule is LayoutRule.PARALLEL:
         is_recr = [True] * n_main
-    elif arch in RECURRENT_ONLY:
+    elif rule is LayoutRule.RECURRENT:
         is_recr = [True] * n_main
         has_kv = [False] * n_main
-    elif arch in SWA_ARCHITECTURES:
-        window = _int(meta, K.SLIDING_WINDOW, None if arch == "gpt-oss" else 0, required=arch == "gpt-oss")
+    elif rule is LayoutRule.SWA:
+        window = _int(meta, K.SLIDING_WINDOW, 0)
         if window > 0:
             n_swa = window
-            is_swa = list(_swa_flags(meta, n_main, n_layer, SWA_ARCHITECTURES[arch]))
+            is_swa = list(_swa_flags(meta, n_main, n_layer, row.swa_pattern))
         if n_swa > 0 and not any(is_swa):
             raise BadModelFile(f"{meta.source}: {arch} has a sliding window but no layer is marked SWA")
-    elif arch == "deepseek2":
-        _int(meta, K.KV_LORA_RANK, required=True)
+    if row.swa_on_attention:  # src/models/lfm2.cpp: is_swa = !is_recr once sliding_window > 0
+        window = _int(meta, K.SLIDING_WINDOW, 0)
+        if window > 0:
+            n_swa = window
+            is_swa = [not r for r in is_recr]
 
-    is_mla = arch == "deepseek2" and bool(
+    is_mla = rule is LayoutRule.MLA and bool(
         _int(meta, K.KEY_LENGTH_MLA, 0) and _int(meta, K.VALUE_LENGTH_MLA, 0)
     )
 
@@ -331,7 +284,7 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
             raise BadModelFile(f"{meta.source}: layer {il} caches KV but has no KV heads or a zero head size")
         layers.append(LayerGeometry(il, kind, n_head_kv_arr[il], k_width, v_width))
 
-    r_width, s_width = _recurrent_widths(meta, n_embd) if any(is_recr) else (0, 0)
+    r_width, s_width = _recurrent_widths(meta, row.recurrent_state, n_embd) if any(is_recr) else (0, 0)
     if any(is_recr) and r_width + s_width == 0:
         raise BadModelFile(f"{meta.source}: recurrent layers with an empty state (check the ssm.* keys)")
 

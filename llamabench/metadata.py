@@ -8,7 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from .errors import BadModelFile
+
 MetadataValue = int | float | bool | str | tuple
+MESSAGE_CHARS = 80  # metadata values quoted in a message are cut to this
+
+
+def cut(value, limit: int = MESSAGE_CHARS) -> str:
+    """A metadata value for a one-line message: repr, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 20] + f"... ({len(text):,} chars)"
 
 
 @dataclass(frozen=True)
@@ -43,15 +52,8 @@ class ModelMetadata:
         if isinstance(value, tuple):
             value = value[0] if value else 0
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            from .errors import BadModelFile
-
-            text = repr(value)
-            raise BadModelFile(f"{self.source}: key {self.architecture}.{suffix} should be a count, got "
-                               f"{text if len(text) <= 80 else text[:60] + '...'}")
+            raise BadModelFile(f"{self.source}: key {self.architecture}.{suffix} should be a count, got {cut(value)}")
         return value
-
-    def has_arch_key(self, suffix: str) -> bool:
-        return f"{self.architecture}.{suffix}" in self.keys
 
     @property
     def weights_bytes(self) -> int:
@@ -81,3 +83,17 @@ class CatalogEntry:
     published_quants: tuple[PublishedQuant, ...] = field(default_factory=tuple)
     notes: str = ""
     mmproj: str | None = None  # OWNER/REPO/FILE.gguf of the published vision projector, where there is one
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """Who a record is about, and which file llama.cpp loaded, if any."""
+
+    label: str  # source.ModelSource.label: what results, --resume and reports key on
+    name: str
+    architecture: str
+    path: str | None  # the file llama.cpp loaded (or the GGUF that was read)
+    is_twin: bool  # llama.cpp ran a geometry twin, not the model itself
+    desc: str | None = None  # llama_model_desc, where a context was created
+    size_bytes: int | None = None  # llama_model_size
+    n_params: int | None = None

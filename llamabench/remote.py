@@ -11,10 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import struct
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import requests
 
 from .errors import LlamabenchError
 
@@ -132,8 +135,6 @@ class Fetched:
 
 
 def _session():
-    import requests
-
     session = requests.Session()
     session.max_redirects = 10
     return session
@@ -141,8 +142,6 @@ def _session():
 
 def _range(session, url: str, headers: dict, start: int, end: int) -> tuple[bytes, int, str | None]:
     """bytes [start, end] of the file, its total size and ETag; one line on every failure."""
-    import requests
-
     try:
         response = session.get(url, headers={**headers, "Range": f"bytes={start}-{end}"}, stream=True,
                                timeout=TIMEOUT_S)
@@ -173,8 +172,6 @@ def _range(session, url: str, headers: dict, start: int, end: int) -> tuple[byte
 
 def part_url(model: str, index: int, count: int) -> str:
     """The URL (or hf:// path) of part `index` (1-based) of a split set, from the first part's."""
-    import re
-
     m = re.search(r"-(\d{5})-of-(\d{5})\.gguf(@[^/]*)?$", model)
     if not m:
         raise RemoteError(f"{model}: a split GGUF whose name does not end in -00001-of-{count:05d}.gguf")

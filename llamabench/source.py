@@ -12,8 +12,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from . import catalog, gguf_file
-from .metadata import CatalogEntry, ModelMetadata
+from dataclasses import replace
+
+from . import catalog, gguf_file, remote
+from .errors import BadModelFile, CatalogError
+from .layout import ModelGeometry, geometry_from_metadata
+from .metadata import CatalogEntry, ModelMetadata, ModelRef
+from .paths import cache_dir
+from .twin.cache import cached_twin
+from .validate import check_for_llama
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 FILE_LABEL_SUFFIX = "-gguf"  # added when a file's stem equals a catalog id
@@ -51,8 +58,6 @@ class ModelSource:
         """The file llama.cpp loads: the GGUF itself, or the catalog model's cached geometry twin."""
         if self.path is not None:
             return self.path
-        from .twin.cache import cached_twin
-
         return cached_twin(self.metadata, self.label)
 
     @cached_property
@@ -60,31 +65,22 @@ class ModelSource:
         """Metadata and tensor infos of the file llama.cpp loads (the twin's for a catalog id)."""
         return self.metadata if self.path is not None else gguf_file.read_metadata(self.gguf_for_llama())
 
-    def llama_geometry(self):
+    def llama_geometry(self) -> ModelGeometry:
         """The layout of the file llama.cpp loads, after the checks for what would make llama.cpp abort."""
-        from .layout import geometry_from_metadata
-        from .validate import check_for_llama
-
         geometry = geometry_from_metadata(self.llama_metadata)
         check_for_llama(self.llama_metadata, geometry)
         return geometry
 
-    def model_block(self, architecture: str, *, loaded: Path | str | None = None, **extra):
-        """The `model` block of a record (a ModelRef): who, and which file llama.cpp loaded, if any."""
-        from .results.records import ModelRef
-
+    def model_block(self, architecture: str, *, loaded: Path | str | None = None, **extra) -> ModelRef:
+        """The `model` block of a record: who, and which file llama.cpp loaded, if any."""
         path = loaded if loaded is not None else self.path
         return ModelRef(self.label, self.name, architecture, str(path) if path is not None else None,
                         is_twin=self.path is None and loaded is not None, **extra)
 
 
 def resolve(model: str) -> ModelSource:
-    from .errors import BadModelFile
-
     if not model:
         raise BadModelFile("no model given")
-    from . import remote
-
     if remote.is_remote(model):
         meta, local = _read_remote(model)
         return ModelSource(meta, None, local, file_label(local, _catalog_ids()), url=model)
@@ -97,8 +93,6 @@ def resolve(model: str) -> ModelSource:
 
 
 def _catalog_ids() -> set[str]:
-    from .errors import CatalogError
-
     try:
         return {e.id for e in catalog.load_catalog()}
     except CatalogError:  # a broken catalog does not stop work on a file
@@ -107,18 +101,11 @@ def _catalog_ids() -> set[str]:
 
 def read_any(model: str):
     """The metadata of any GGUF, local or remote, whatever its architecture (a projector, say)."""
-    from . import remote
-
     return _read_remote(model)[0] if remote.is_remote(model) else gguf_file.read_metadata(model)
 
 
 def _read_remote(model: str):
     """(metadata, local sparse copy) of a remote GGUF, the parts of a split set fetched beside the first."""
-    from dataclasses import replace
-
-    from . import remote
-    from .paths import cache_dir
-
     fetched = remote.fetch_header(model, cache_dir())
     meta = gguf_file.read_metadata(
         fetched.path, part=lambda index, count: remote.fetch_header(remote.part_url(model, index, count),

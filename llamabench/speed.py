@@ -19,9 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import cache_types
-from .footprint import CacheSettings
+from .errors import UsageError
+from .params import Params
 from .layout import LayerKind, ModelGeometry
-from .weights import WeightsBreakdown
+from .weights import WeightsBreakdown, breakdown
 
 BANDWIDTH_EFFICIENCY = 0.70  # llama.cpp decode usually reaches 60-80% of a GPU's peak bandwidth (stated default)
 COMPUTE_EFFICIENCY = 0.30  # attention at depth reaches a fraction of the FP32 peak (stated default)
@@ -56,8 +57,6 @@ def active_weight_bytes(weights: WeightsBreakdown, expert_used: int, expert_coun
 def weights_per_token(meta, geometry: ModelGeometry, *, scale_to_bytes: int | None = None,
                       basis: str = "") -> tuple[WeightsBreakdown, int]:
     """The weights breakdown of a model's tensor infos and the bytes one decoded token reads of them."""
-    from .weights import breakdown
-
     recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
     weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis=basis, scale_to_bytes=scale_to_bytes)
     return weights, active_weight_bytes(weights, meta.arch_count("expert_used_count"), meta.arch_count("expert_count"))
@@ -72,7 +71,7 @@ def _head_dims(geometry: ModelGeometry) -> int:
     return geometry.n_head * (layer.k_width // layer.n_head_kv)
 
 
-def token_cost(geometry: ModelGeometry, settings: CacheSettings, active_weights: int, depth: int,
+def token_cost(geometry: ModelGeometry, settings: Params, active_weights: int, depth: int,
                *, as_full_gqa: bool = False) -> TokenCost:
     """Bytes and attention FLOPs of the token decoded at `depth`; `as_full_gqa`: every mixer layer full attention."""
     head_dims = _head_dims(geometry)
@@ -93,7 +92,7 @@ def token_cost(geometry: ModelGeometry, settings: CacheSettings, active_weights:
     return TokenCost(depth, active_weights, kv, recurrent, flops)
 
 
-def prefill_cost(geometry: ModelGeometry, settings: CacheSettings, all_weights: int, active_weights: int,
+def prefill_cost(geometry: ModelGeometry, settings: Params, all_weights: int, active_weights: int,
                  depth: int, n_tokens: int) -> TokenCost:
     """Per prompt token of a pp test at `depth`: every weight once per ubatch (a ubatch of hundreds of tokens
     touches nearly all experts), the attention over the cells before it, the KV row it writes."""
@@ -108,7 +107,7 @@ def prefill_cost(geometry: ModelGeometry, settings: CacheSettings, all_weights: 
                      round(middle.recurrent_bytes / n_ubatch), middle.attention_flops)
 
 
-def test_cost(geometry: ModelGeometry, settings: CacheSettings, all_weights: int, active_weights: int,
+def test_cost(geometry: ModelGeometry, settings: Params, all_weights: int, active_weights: int,
               kind: str, depth: int, n_tokens: int) -> TokenCost:
     """The average token of a llama-bench test: tg at its middle depth, pp per prompt token."""
     if kind == "pp":
@@ -175,8 +174,6 @@ def card(card_id: str) -> Card:
     for c in CARDS:
         if c.id == card_id:
             return c
-    from .errors import UsageError
-
     raise UsageError(f"unknown card '{card_id}'", hint="cards: " + ", ".join(c.id for c in CARDS))
 
 
@@ -188,13 +185,13 @@ def model_for_card(c: Card, *, bandwidth_efficiency: float = BANDWIDTH_EFFICIENC
 
 
 def tg_groups(records) -> list[list]:
-    """Measured tg records (bench.BenchRecord) that one speed model may be calibrated on: same machine, same
-    context configuration (the cell key: n_ctx, cache types, -ngl, threads, batch sizes...) and the same test
-    length; each group sorted by depth, one record per depth, groups with the most depths first."""
+    """Measured tg records (results.records.BenchRecord) that one speed model may be calibrated on: same
+    machine, same parameters (n_ctx, cache types, -ngl, threads, batch sizes...) and the same test length;
+    each group sorted by depth, one record per depth, groups with the most depths first."""
     groups: dict[tuple, dict[int, object]] = {}
     for r in sorted(records, key=lambda r: r.timestamp):
-        if r.ok and r.params.get("kind") == "tg":
-            key = (r.series, r.key.split("|")[0], r.params["n_tokens"])
-            groups.setdefault(key, {})[r.params["depth"]] = r  # the newest per depth
+        if r.ok and r.test.kind == "tg":
+            key = (r.series, r.params, r.test.n_tokens)
+            groups.setdefault(key, {})[r.test.depth] = r  # the newest per depth
     ordered = [[g[d] for d in sorted(g)] for g in groups.values()]
     return sorted(ordered, key=len, reverse=True)

@@ -21,9 +21,4 @@ def stddev(values: list[float]) -> float:
     return math.sqrt(sum((v - m) ** 2 for v in values) / (len(values) - 1))
 
 
-def relative_spread(values: list[float]) -> float:
-    m = mean(values)
-    return stddev(values) / m if m else 0.0
-
-
 SPREAD_WARNING = 0.10  # warn when stddev is over 10% of the mean

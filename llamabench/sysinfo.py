@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import os
 import platform
+from dataclasses import dataclass
 from functools import lru_cache
+
+import psutil
+
+from .bandwidth import PeakBandwidth
 
 
 def process_rss_bytes() -> int:
-    import psutil
-
     return int(psutil.Process().memory_info().rss)
 
 
 def available_ram_bytes() -> int:
-    import psutil
-
     return int(psutil.virtual_memory().available)
 
 
@@ -80,6 +81,20 @@ def gpu_memory() -> list[dict] | None:
     return gpus
 
 
+def gpu_peak_gbps() -> float | None:
+    """NVML: max memory clock (MHz) x bus width (bits) x 2 (double data rate) / 8, of GPU 0."""
+    nvml = _nvml()
+    if nvml is None:
+        return None
+    try:
+        handle = nvml.nvmlDeviceGetHandleByIndex(0)
+        clock_mhz = nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_MEM)
+        bus_bits = nvml.nvmlDeviceGetMemoryBusWidth(handle)
+    except Exception:
+        return None
+    return clock_mhz * 1e6 * bus_bits * 2 / 8 / 1e9
+
+
 def gpu_note() -> str | None:
     if gpu_memory() is not None:
         return None
@@ -95,18 +110,40 @@ def gpu_used_bytes() -> int | None:
     return None if gpus is None else sum(g["used_bytes"] for g in gpus)
 
 
-def machine_block() -> dict:
-    import psutil
+@dataclass(frozen=True)
+class Gpu:
+    name: str
+    total_bytes: int
 
+
+@dataclass(frozen=True)
+class Machine:
+    """The machine block of every record: what ran it. `memory_bandwidth` is set where a bench measured it."""
+
+    host: str = ""
+    cpu: str = ""
+    cpu_cores_logical: int | None = None
+    cpu_cores_physical: int | None = None
+    ram_bytes: int | None = None
+    gpus: tuple[Gpu, ...] = ()
+    gpu_note: str | None = None
+    os: str = ""
+    python: str = ""
+    memory_bandwidth: PeakBandwidth | None = None
+
+    def series(self, backend: str | None = None) -> str:
+        """The name of this machine's series in tables and plots: host, CPU or GPU, backend."""
+        device = self.gpus[0].name if self.gpus else self.cpu or "?"
+        return f"{self.host or '?'} ({device}{', ' + backend if backend else ''})"
+
+
+def physical_cores() -> int:
+    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+
+
+def this_machine() -> Machine:
     gpus = gpu_memory()
-    return {
-        "host": platform.node(),
-        "cpu": cpu_model(),
-        "cpu_cores_logical": os.cpu_count(),
-        "cpu_cores_physical": psutil.cpu_count(logical=False),
-        "ram_bytes": int(psutil.virtual_memory().total),
-        "gpu": [{"name": g["name"], "total_bytes": g["total_bytes"]} for g in gpus] if gpus else None,
-        "gpu_note": gpu_note(),
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-    }
+    return Machine(host=platform.node(), cpu=cpu_model(), cpu_cores_logical=os.cpu_count(),
+                   cpu_cores_physical=psutil.cpu_count(logical=False), ram_bytes=int(psutil.virtual_memory().total),
+                   gpus=tuple(Gpu(g["name"], g["total_bytes"]) for g in gpus or ()), gpu_note=gpu_note(),
+                   os=f"{platform.system()} {platform.release()}", python=platform.python_version())

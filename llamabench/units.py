@@ -12,9 +12,5 @@ def gib(n_bytes: int | float) -> str:
     return f"{n_bytes / GIB:.2f} GiB"
 
 
-def human_bytes(n_bytes: int | float) -> str:
-    return gib(n_bytes) if abs(n_bytes) >= GIB else mib(n_bytes)
-
-
 def thousands(n: int) -> str:
     return f"{n:,}"

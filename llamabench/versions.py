@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from . import __version__
+__version__ = "0.1.0"
 
 
 def _dist_version(name: str) -> str | None:
@@ -31,10 +32,16 @@ def git_commit() -> str | None:
     return out.stdout.strip() + ("-dirty" if dirty else "")
 
 
-def versions_block() -> dict:
-    return {
-        "llamabench": __version__,
-        "llama_cpp_python": _dist_version("llama_cpp_python") or _dist_version("llama-cpp-python"),
-        "gguf": _dist_version("gguf"),
-        "git_commit": git_commit(),
-    }
+@dataclass(frozen=True)
+class Versions:
+    """The versions block of every record."""
+
+    llamabench: str = __version__
+    llama_cpp_python: str | None = None
+    gguf: str | None = None
+    git_commit: str | None = None
+
+
+def these_versions() -> Versions:
+    return Versions(__version__, _dist_version("llama_cpp_python") or _dist_version("llama-cpp-python"),
+                    _dist_version("gguf"), git_commit())

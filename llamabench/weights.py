@@ -9,13 +9,21 @@ the layer count).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import numpy as np
 
 from .metadata import TensorInfo
 
 CLASSES = ("attention", "recurrent", "routed_experts", "shared_experts", "dense_ffn", "norms_other", "embeddings", "output")
 _LAYER = re.compile(r"^blk\.(\d+)\.(.+)$")
 _RECURRENT = ("ssm_", "shortconv", "attn_gate", "time_mix", "conv1d")
+
+
+def first_card_layer(n_layer: int, n_gpu_layers: int) -> int:
+    """i_gpu_start in llama_model::load_tensors: layers from here on, and the output layer (index n_layer),
+    are on the card; -ngl counts the output layer as one."""
+    return max(n_layer + 1 - n_gpu_layers, 0)
 
 
 def classify(name: str, recurrent_layer: bool = False) -> tuple[int | None, str]:
@@ -44,7 +52,6 @@ class WeightsBreakdown:
     global_bytes: dict[str, int]
     n_layer: int  # llama.cpp's n_layer_all (NextN layers included)
     basis: str  # where the bytes come from, in words
-    params_per_layer: dict[int, dict[str, int]] = field(default_factory=dict)
     # tied embeddings: no output.weight, so llama.cpp loads token_embd a second time as the output
     # matrix on the output layer's device (TENSOR_DUPLICATED in llama_model::load_tensors)
     tied_output_bytes: int = 0
@@ -70,7 +77,7 @@ class WeightsBreakdown:
     def _on_card(self, il: int | None, cls: str, n_gpu_layers: int, n_cpu_moe: int) -> bool:
         """llama_model::load_tensors: layers from i_gpu_start on, and the output layer, go to the card; input
         embeddings stay on the host; --n-cpu-moe keeps the routed experts of the first layers on the host."""
-        start = max(self.n_layer + 1 - n_gpu_layers, 0)  # i_gpu_start
+        start = first_card_layer(self.n_layer, n_gpu_layers)
         if il is None:
             return cls == "output" and n_gpu_layers > 0 and start <= self.n_layer
         return il >= start and not (cls == "routed_experts" and il < n_cpu_moe)
@@ -91,8 +98,6 @@ class WeightsBreakdown:
 def breakdown(tensors: tuple[TensorInfo, ...], n_layer: int, recurrent_layers: set[int], *, basis: str,
               scale_to_bytes: int | None = None) -> WeightsBreakdown:
     """Group tensor bytes; with scale_to_bytes, spread that total over tensors by element count."""
-    import numpy as np
-
     per_layer: dict[int, dict[str, int]] = {}
     global_bytes: dict[str, int] = {}
     elements = {t.name: int(np.prod(t.shape, dtype=np.int64)) for t in tensors}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from llamabench.llama.alloc_log import Allocations, mib_matches, parse_allocations
+from llamabench.allocations import HOST, Allocations, DeviceParts, parse_allocations, printed_equal
 
 DATA = Path(__file__).parent / "data"
 MIB = 2**20
@@ -57,5 +57,13 @@ def test_round_trip_through_a_record():
 
 
 def test_mib_matching_is_to_the_printed_hundredth():
-    assert mib_matches(65_863_680, 62.81)  # 62.8125 prints as 62.81
-    assert not mib_matches(65_863_680 + 10 * 1024, 62.81)
+    assert printed_equal(65_863_680, 62.81)  # 62.8125 prints as 62.81
+    assert not printed_equal(65_863_680 + 10 * 1024, 62.81)
+
+
+def test_parts_per_device():
+    alloc = parse_allocations(RPC_LINES)
+    card = alloc.card_names[0]
+    assert card == "RPC0[127.0.0.1:50052]"
+    assert alloc.device(card) == DeviceParts(round(244.33 * MIB), 22 * MIB, 0, round(298.50 * MIB))
+    assert alloc.device(HOST).weights == round(373.71 * MIB) and alloc.device(HOST).kv == 26 * MIB

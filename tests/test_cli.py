@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from llamabench.cli import main
+from llamabench.results.records import RooflineRecord
 
 
 def test_dry_run_prints_the_plan(capsys):
@@ -67,13 +70,11 @@ def test_bad_fit_budgets_get_one_line(argv, needle, capsys):
 
 @pytest.mark.slow  # writes the full-size shape twin once
 def test_roofline_for_a_card(capsys):
-    import json
-
     assert main(["roofline", "qwen3-5-35b-a3b", "--card", "rtx-4090", "--ctx", "131072", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    depths = {r["depth"]: r for r in data["depths"]}
+    record = RooflineRecord.from_dict(json.loads(capsys.readouterr().out))
+    depths = {r.depth: r for r in record.rows}
     assert sorted(depths) == [0, 8192, 16384, 32768, 65536, 131072]
     deep = depths[131072]
-    assert deep["kv_read_bytes"] == 20480 * 131072  # 10 cached layers x 2,048 B per cell
-    assert deep["full_gqa_bytes_per_token"] - deep["bytes_per_token"] == (81920 - 20480) * 131072 - deep["recurrent_bytes"]
-    assert deep["tok_s"] > 2 * deep["full_gqa_tok_s"]  # the hybrid layout's gain at 128k
+    assert deep.kv_read_bytes == 20480 * 131072  # 10 cached layers x 2,048 B per cell
+    assert deep.full_gqa_bytes_per_token - deep.bytes_per_token == (81920 - 20480) * 131072 - deep.recurrent_bytes
+    assert deep.tok_s > 2 * deep.full_gqa_tok_s  # the hybrid layout's gain at 128k

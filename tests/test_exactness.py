@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import pytest
 
-from llamabench.llama import engine
+import llamabench as lb
+from llamabench.allocations import parse_allocations
 from llamabench.catalog import load_catalog
+from llamabench.cli import main
 from llamabench.footprint import compute_footprint
+from llamabench.layout import geometry_from_metadata
+from llamabench.llama.worker import dry_runs
+from llamabench.params import Params
 from llamabench.twin.build import write_twin
-from llamabench.verification import all_ok, compare, describe, matrix_settings
+from llamabench.verification import all_ok, compare, describe, matrix_params
 
 CATALOG = load_catalog()
 
@@ -27,13 +32,13 @@ def twin_dir(tmp_path_factory):
 @pytest.mark.parametrize("entry", CATALOG, ids=[e.id for e in CATALOG])
 def test_catalog_twin_matches_llama_cpp(entry, twin_dir):
     twin = write_twin(entry.metadata, twin_dir / f"{entry.id}.gguf")
-    cells = matrix_settings(twin.geometry.has_swa)
-    dry_runs = engine.dry_run_many(str(twin.path), cells)
+    cells = matrix_params(twin.geometry.has_swa)
     mismatches = []
-    for settings, dry in zip(cells, dry_runs):
+    for settings, dry in zip(cells, dry_runs(str(twin.path), cells)):
         checks = compare(compute_footprint(twin.geometry, settings), dry.allocations)
         if not all_ok(checks):
-            bad = [f"{c.component.strip()}: theory {c.theory} vs llama.cpp {c.llama}" for c in checks if not c.ok]
+            bad = [f"{c.component.strip()}: theory {c.theory_bytes or c.want} vs llama.cpp {c.llama_mib or c.got}"
+                   for c in checks if not c.ok]
             mismatches.append(f"{describe(settings)}: " + "; ".join(bad))
     assert len(cells) >= 36
     assert not mismatches, "\n".join(mismatches)
@@ -45,14 +50,14 @@ def test_catalog_twin_decodes(entry, twin_dir):
     path = twin_dir / f"{entry.id}.gguf"
     if not path.exists():
         write_twin(entry.metadata, path)
-    assert engine.smoke_decode(str(path)) == 9
+    run = lb.bench(str(path), n_ctx=512, n_prompt=8, n_gen=1, repetitions=1, n_threads=2, results=twin_dir / "r.jsonl")
+    assert [r.test.name for r in run.records] == ["pp8", "tg1"]
+    assert all(r.ok and r.avg_ts > 0 for r in run.records), [r.reason for r in run.records]
 
 
 @pytest.mark.slow
 def test_twin_of_a_real_gguf_copies_its_layout(tmp_path, capsys):
     """`twin SOURCE.gguf`: the twin of a file carries that file's layout keys, and llama.cpp agrees."""
-    from llamabench.cli import main
-
     source = write_twin(CATALOG[0].metadata, tmp_path / "source.gguf").path
     assert main(["twin", str(source), "--out", str(tmp_path / "copy.gguf")]) == 0
     assert main(["verify", str(tmp_path / "copy.gguf"), "--ctx", "8192"]) == 0
@@ -61,12 +66,8 @@ def test_twin_of_a_real_gguf_copies_its_layout(tmp_path, capsys):
 
 def test_compare_reports_a_mismatch():
     """The comparison can fail: one cell fewer in llama.cpp's line is a mismatch."""
-    from llamabench.llama.alloc_log import parse_allocations
-    from llamabench.footprint import CacheSettings
-    from llamabench.layout import geometry_from_metadata
-
     geometry = geometry_from_metadata(CATALOG[0].metadata)
-    fp = compute_footprint(geometry, CacheSettings(n_ctx=4096))
+    fp = compute_footprint(geometry, Params(n_ctx=4096))
     good = ("llama_kv_cache: size =   80.00 MiB (  4096 cells,  10 layers,  1/1 seqs), K (f16):   40.00 MiB, V (f16):   40.00 MiB\n"
             "llama_memory_recurrent: size =   62.81 MiB (     1 cells,  40 layers,  1 seqs  0 rs_seq), R (f32):    2.81 MiB, S (f32):   60.00 MiB, P (f32):    0.00 MiB\n")
     assert all_ok(compare(fp, parse_allocations(good)))

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+import llamabench as lb
 from llamabench import catalog
+from llamabench.allocations import Allocations
 from llamabench.cli import main
-from llamabench.llama.engine import Session
-from llamabench.footprint import CacheSettings
+from llamabench.fit.advice import llama_server_command
+from llamabench.fit.search import PlacementKind
+from llamabench.llama.worker import run_child
+from llamabench.params import Params
 from llamabench.twin.build import write_twin
 
 pytestmark = pytest.mark.slow  # llama.cpp dry runs and real contexts
@@ -24,42 +26,34 @@ def twin_path(tmp_path_factory):
     return path
 
 
-def fit_json(capsys, *argv) -> dict:
-    assert main(["fit", *argv, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
-
-
-def test_fits_by_a_margin_and_misses_by_a_margin(twin_path, capsys):
+def test_fits_by_a_margin_and_misses_by_a_margin(twin_path):
     # KV alone at 32768 f16 is 3 GiB for this geometry (98,304 B/token)
-    data = fit_json(capsys, str(twin_path), "--vram", "8GiB,2GiB", "--ctx", "32768", "-ctk", "f16", "-ctv", "f16")
-    by_budget = {}
-    for row in data["rows"]:
-        by_budget.setdefault(row["budget"], []).append(row)
-    big = by_budget["8GiB"][0]
-    assert big["fits"] and big["total_bytes"] < 8 * 2**30 - 3 * 2**30  # fits with more than 3 GiB to spare
-    assert big["parts"]["kv"] == 98304 * 32768
-    small = by_budget["2GiB"][0]
-    assert small["placement"] == {"kind": "all", "value": 0}
-    assert not small["fits"] and small["short_by_bytes"] > 2**30  # misses: KV alone is over the budget
-    recs = {r["budget"]: r for r in data["recommendations"]}
-    assert recs["8GiB"]["fits"] and "-c 32768" in recs["8GiB"]["llama_cpp"]
-    assert recs["8GiB"]["row"]["placement"]["kind"] == "all"
-    assert recs["2GiB"]["row"]["placement"]["kind"] != "all"  # only fewer layers on the card fit
+    result = lb.fit(str(twin_path), vram="8GiB,2GiB", n_ctx=32768, type_k="f16", type_v="f16").fit
+    big = result.rows_for("8GiB", 32768)[0]
+    assert big.fits and big.parts.total < 8 * 2**30 - 3 * 2**30  # fits with more than 3 GiB to spare
+    assert big.parts.kv == 98304 * 32768
+    small = result.rows_for("2GiB", 32768)[0]
+    assert small.placement.kind is PlacementKind.ALL
+    assert not small.fits and small.short_by > 2**30  # misses: KV alone is over the budget
+    best = result.recommended("8GiB", 32768)
+    assert best.placement.kind is PlacementKind.ALL and "-c 32768" in llama_server_command(result, best)
+    assert result.recommended("2GiB", 32768).placement.kind is not PlacementKind.ALL  # only fewer layers fit
 
 
 def _allocated_bytes(path, n_ctx: int) -> int:
-    with Session(str(path), CacheSettings(n_ctx=n_ctx), extra_bufts=False, n_threads=1) as s:
-        a = s.allocations
-        mib = (sum(a.model_buffers_mib.values()) + a.kv_mib + a.recurrent_mib + sum(a.compute_buffers_mib.values())
-               + sum(a.output_buffers_mib.values()))
-    return round(mib * MIB)
+    """What a real context at n_ctx allocates, all buffers, created in a child as every context is."""
+    events = []
+    run_child({"job": "create", "path": str(path), "params": Params(n_ctx=n_ctx, repack=False, n_threads=1).to_dict()},
+              events.append)
+    alloc = Allocations.from_dict(next(e for e in events if e["event"] == "alloc")["allocations"])
+    return alloc.weights_bytes + alloc.kv_bytes + alloc.recurrent_bytes + alloc.compute_and_output_bytes
 
 
-def test_max_context_search_agrees_with_real_allocations(twin_path, capsys):
+def test_max_context_search_agrees_with_real_allocations(twin_path):
     budget = 300 * MIB
-    data = fit_json(capsys, str(twin_path), "--verify", "--ram", "300MiB", "--ctx", "2048", "-ctk", "f16", "-ctv", "f16")
-    assert data["verify"]["ok"], data["verify"]
-    found = data["rows"][0]["max_n_ctx"]
+    record = lb.fit(str(twin_path), verify=True, ram="300MiB", n_ctx=2048, type_k="f16", type_v="f16")
+    assert record.verify.ok, record.verify
+    found = record.rows[0].max_n_ctx
     assert found > 2048
     assert _allocated_bytes(twin_path, found) <= budget  # llama.cpp's own buffers at the found n_ctx
     assert _allocated_bytes(twin_path, found + 256) > budget  # one step above is over

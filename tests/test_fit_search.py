@@ -12,7 +12,9 @@ import pytest
 
 from conftest import model
 from llamabench.fit.search import Fitter, FitRow, Parts, Placement, PlacementKind, recommend
-from llamabench.footprint import CacheSettings, compute_footprint
+from llamabench import serial
+from llamabench.params import Budget, Params
+from llamabench.footprint import compute_footprint
 from llamabench.layout import geometry_from_metadata
 from llamabench.metadata import TensorInfo
 from llamabench.weights import breakdown
@@ -35,7 +37,7 @@ def tensors(tied: bool) -> tuple[TensorInfo, ...]:
     return tuple(out)
 
 
-def fake_compute(settings: CacheSettings) -> int:
+def fake_compute(settings: Params) -> int:
     return 50 * MIB + settings.n_ctx * 1000  # grows with n_ctx, as llama.cpp's does
 
 
@@ -46,7 +48,7 @@ def fitter(tied: bool = False, reserve: int = 0) -> Fitter:
 
 def test_all_on_card_is_the_sum_of_the_parts():
     f = fitter(reserve=512 * MIB)
-    s = CacheSettings(n_ctx=8192)
+    s = Params(n_ctx=8192)
     parts = f.parts(s, Placement(PlacementKind.ALL))
     # every layer and the output matrix and norm; the input embeddings stay in system RAM
     assert parts.weights == N_LAYER * 210 * MIB + 100 * MIB + 4096
@@ -58,7 +60,7 @@ def test_all_on_card_is_the_sum_of_the_parts():
 def test_tied_embeddings_put_token_embd_on_the_card_as_the_output():
     # llama.cpp loads token_embd a second time (TENSOR_DUPLICATED) on the output layer's device
     untied, tied = fitter(tied=False), fitter(tied=True)
-    s = CacheSettings(n_ctx=4096)
+    s = Params(n_ctx=4096)
     assert tied.parts(s, Placement(PlacementKind.ALL)).weights == untied.parts(s, Placement(PlacementKind.ALL)).weights
     # -ngl 1 is the output layer alone: the duplicated embeddings and the norm
     assert tied.parts(s, Placement(PlacementKind.NGL, 1)).weights == 100 * MIB + 4096
@@ -69,7 +71,7 @@ def test_tied_embeddings_put_token_embd_on_the_card_as_the_output():
 def test_max_n_ctx_is_the_largest_step_that_fits(budget_gib):
     f = fitter()
     budget = int(budget_gib * GIB)
-    s = CacheSettings(n_ctx=4096)
+    s = Params(n_ctx=4096)
     for placement in (Placement(PlacementKind.ALL), Placement(PlacementKind.NGL, 4)):
         found = f.max_n_ctx(budget, s, placement)
         brute = max((n for n in range(256, GEOMETRY.n_ctx_train + 1, 256)  # the search stops at the trained length
@@ -80,19 +82,19 @@ def test_max_n_ctx_is_the_largest_step_that_fits(budget_gib):
 def test_max_n_ctx_reaches_past_the_trained_length_when_asked():
     # asked for 65536 on a model trained to 32768: the answer can agree with the asked -c
     f = fitter()
-    found = f.max_n_ctx(64 * GIB, CacheSettings(n_ctx=65536), Placement(PlacementKind.ALL))
+    found = f.max_n_ctx(64 * GIB, Params(n_ctx=65536), Placement(PlacementKind.ALL))
     assert found >= 65536
 
 
 def test_max_n_ctx_is_zero_when_even_256_does_not_fit():
-    assert fitter().max_n_ctx(GIB, CacheSettings(n_ctx=4096), Placement(PlacementKind.ALL)) == 0
+    assert fitter().max_n_ctx(GIB, Params(n_ctx=4096), Placement(PlacementKind.ALL)) == 0
 
 
 def test_rows_search_experts_and_layers():
     f = fitter()
-    s = CacheSettings(n_ctx=8192)
+    s = Params(n_ctx=8192)
     budget = int(1.2 * GIB)
-    rows = f.rows("test", budget, s)
+    rows = f.rows(Budget("test", budget), s)
     kinds = [r.placement.kind for r in rows]
     assert kinds == [PlacementKind.ALL, PlacementKind.N_CPU_MOE, PlacementKind.NGL]
     assert not rows[0].fits
@@ -106,7 +108,7 @@ def test_rows_search_experts_and_layers():
 
 def _row(type_kv: str, kind: PlacementKind, value: int = 0, fits: bool = True) -> FitRow:
     total = 1 if fits else 10
-    return FitRow("card", 5, CacheSettings(type_k=type_kv, type_v=type_kv), Placement(kind, value),
+    return FitRow(Budget("card", 5), Params(type_k=type_kv, type_v=type_kv), Placement(kind, value),
                   Parts(total, 0, 0, 0, 0), 0)
 
 
@@ -120,5 +122,5 @@ def test_recommend_gives_up_the_least():
 
 
 def test_fit_rows_round_trip():
-    row = fitter().rows("16GiB", 16 * GIB, CacheSettings(n_ctx=4096))[0]
-    assert FitRow.from_dict(row.to_dict()) == row
+    row = fitter().rows(Budget("16GiB", 16 * GIB), Params(n_ctx=4096))[0]
+    assert serial.from_dict(FitRow, serial.to_dict(row)) == row

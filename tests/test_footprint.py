@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import model
-from llamabench.footprint import CacheSettings, compute_footprint, context_shape
+from llamabench.params import Params
+from llamabench.footprint import compute_footprint, context_shape
 from llamabench.layout import LayerKind, geometry_from_metadata
 
 MIB = 2**20
@@ -61,66 +62,66 @@ QWEN3_8B = dict(block_count=36, context_length=40960, embedding_length=4096, att
 
 # (id, arch, keys, settings, expected {field: value}, why)
 CASES = [
-    ("qwen35moe-128k", "qwen35moe", QWEN35MOE, CacheSettings(n_ctx=131072),
+    ("qwen35moe-128k", "qwen35moe", QWEN35MOE, Params(n_ctx=131072),
      dict(kv_bytes_per_token=20480, full_gqa_kv_bytes_per_token=81920, reduction=4.0, kv_bytes=2_684_354_560,
           recurrent_state_bytes=65_863_680, swa_kv_bytes=0),
      "the mission's headline numbers; 2560.00 MiB KV + 62.81 MiB state seen in llama.cpp"),
-    ("qwen3moe-f16", "qwen3moe", QWEN3MOE, CacheSettings(n_ctx=131072),
+    ("qwen3moe-f16", "qwen3moe", QWEN3MOE, Params(n_ctx=131072),
      dict(kv_bytes_per_token=98304, kv_bytes=12 * 1024 * MIB, reduction=1.0),
      "plain GQA control: every layer cached; 12.0 GiB at 128k"),
-    ("qwen3moe-q8_0", "qwen3moe", QWEN3MOE, CacheSettings(n_ctx=131072, type_k="q8_0", type_v="q8_0"),
+    ("qwen3moe-q8_0", "qwen3moe", QWEN3MOE, Params(n_ctx=131072, type_k="q8_0", type_v="q8_0"),
      dict(kv_bytes_per_token=98304 * 34 // 64), "q8_0 rows are 34 bytes per 32 elements: 34/64 of f16"),
-    ("qwen3moe-q4_0-k-only", "qwen3moe", QWEN3MOE, CacheSettings(n_ctx=4096, type_k="q4_0", type_v="f16"),
+    ("qwen3moe-q4_0-k-only", "qwen3moe", QWEN3MOE, Params(n_ctx=4096, type_k="q4_0", type_v="f16"),
      dict(kv_bytes_per_token=49152 * 18 // 64 + 49152), "K and V types are independent"),
-    ("qwen35moe-q8_0", "qwen35moe", QWEN35MOE, CacheSettings(n_ctx=131072, type_k="q8_0", type_v="q8_0"),
+    ("qwen35moe-q8_0", "qwen35moe", QWEN35MOE, Params(n_ctx=131072, type_k="q8_0", type_v="q8_0"),
      dict(kv_bytes_per_token=20480 * 34 // 64, recurrent_state_bytes=65_863_680),
      "recurrent state stays f32 whatever the KV type"),
-    ("qwen35moe-4seq", "qwen35moe", QWEN35MOE, CacheSettings(n_ctx=131072, n_seq=4),
+    ("qwen35moe-4seq", "qwen35moe", QWEN35MOE, Params(n_ctx=131072, n_seq=4),
      dict(kv_bytes=2_684_354_560, recurrent_state_bytes=4 * 65_863_680),
      "4 streams of n_ctx/4 cells: same KV, four recurrent states"),
-    ("qwen3-dense", "qwen3", QWEN3_8B, CacheSettings(n_ctx=32768),
+    ("qwen3-dense", "qwen3", QWEN3_8B, Params(n_ctx=32768),
      dict(kv_bytes_per_token=36 * 8 * 128 * 4, kv_bytes=36 * 8 * 128 * 4 * 32768), "plain dense GQA"),
-    ("jamba", "jamba", JAMBA, CacheSettings(n_ctx=131072),
+    ("jamba", "jamba", JAMBA, Params(n_ctx=131072),
      dict(kv_bytes_per_token=16384, recurrent_state_bytes=28 * (3 * 8192 + 16 * 8192) * 4),
      "Mamba v1: no groups, conv state (d_conv - 1) x d_inner, SSM state d_state x d_inner"),
-    ("gemma3-swa", "gemma3", GEMMA3_27B, CacheSettings(n_ctx=131072),
+    ("gemma3-swa", "gemma3", GEMMA3_27B, Params(n_ctx=131072),
      dict(kv_bytes_per_token=81920, swa_kv_bytes=624 * MIB, kv_bytes=10240 * MIB + 624 * MIB),
      "10 full layers grow; 52 SWA layers hold pad256(1024 + 512) = 1536 cells"),
-    ("gemma3-swa-full", "gemma3", GEMMA3_27B, CacheSettings(n_ctx=131072, swa_full=True),
+    ("gemma3-swa-full", "gemma3", GEMMA3_27B, Params(n_ctx=131072, swa_full=True),
      dict(swa_kv_bytes=52 * 8192 * 131072), "llama.cpp's C default swa_full=true makes SWA layers full size"),
-    ("gemma3-unified-4seq", "gemma3", GEMMA3_27B, CacheSettings(n_ctx=8192, n_seq=4, kv_unified=True),
+    ("gemma3-unified-4seq", "gemma3", GEMMA3_27B, Params(n_ctx=8192, n_seq=4, kv_unified=True),
      dict(swa_kv_bytes=52 * 8192 * 4608), "unified SWA cells: pad256(min(8192, 1024 x 4 + 512)) = 4608"),
-    ("gpt-oss-20b", "gpt-oss", GPT_OSS_20B, CacheSettings(n_ctx=131072),
+    ("gpt-oss-20b", "gpt-oss", GPT_OSS_20B, Params(n_ctx=131072),
      dict(kv_bytes_per_token=24576, kv_bytes=3072 * MIB + 18 * MIB, swa_kv_bytes=18 * MIB),
      "even layers SWA by default (pattern 2); window 128 + 512 -> 768 cells"),
-    ("granite-h-small", "granitehybrid", GRANITE_H_SMALL, CacheSettings(n_ctx=131072),
+    ("granite-h-small", "granitehybrid", GRANITE_H_SMALL, Params(n_ctx=131072),
      dict(kv_bytes_per_token=16384, kv_bytes=2048 * MIB, recurrent_state_bytes=36 * (3 * 8448 + 128 * 8192) * 4),
      "head_count_kv zeros mark the 36 Mamba2 layers; 147.48 MiB of state"),
-    ("lfm2-1.2b", "lfm2", LFM2_1_2B, CacheSettings(n_ctx=131072),
+    ("lfm2-1.2b", "lfm2", LFM2_1_2B, Params(n_ctx=131072),
      dict(kv_bytes_per_token=12288, recurrent_state_bytes=10 * 2048 * 2 * 4),
      "short-conv layers: R = n_embd x (l_cache - 1), S = 0"),
-    ("deepseek2-mla", "deepseek2", DEEPSEEK_V2_LITE_MLA, CacheSettings(n_ctx=131072),
+    ("deepseek2-mla", "deepseek2", DEEPSEEK_V2_LITE_MLA, Params(n_ctx=131072),
      dict(kv_bytes_per_token=27 * 576 * 2, kv_bytes=3888 * MIB, full_gqa_kv_bytes_per_token=27 * 16 * 320 * 2),
      "MLA caches one K-only row of kv_lora_rank + rope dims per layer"),
-    ("deepseek2-no-mla-keys", "deepseek2", DEEPSEEK_V2_LITE_OLD, CacheSettings(n_ctx=131072),
+    ("deepseek2-no-mla-keys", "deepseek2", DEEPSEEK_V2_LITE_OLD, Params(n_ctx=131072),
      dict(kv_bytes=34560 * MIB), "older GGUFs without the MLA keys cache full per-head K and V"),
-    ("mamba2", "mamba2", MAMBA2, CacheSettings(n_ctx=131072),
+    ("mamba2", "mamba2", MAMBA2, Params(n_ctx=131072),
      dict(kv_bytes=0, kv_bytes_per_token=0, reduction=None,
           recurrent_state_bytes=64 * (3 * (8192 + 2 * 8 * 128) + 128 * 8192) * 4),
      "recurrent only: no KV at all, state independent of n_ctx"),
-    ("nemotron-h", "nemotron_h", NEMOTRON_H, CacheSettings(n_ctx=8192),
+    ("nemotron-h", "nemotron_h", NEMOTRON_H, Params(n_ctx=8192),
      dict(kv_bytes_per_token=8 * 128 * 4, recurrent_state_bytes=3 * (3 * (8192 + 2 * 8 * 128) + 128 * 8192) * 4,
           full_gqa_kv_bytes_per_token=4 * 8 * 128 * 4),
      "FFN-only layers hold nothing and do not count in the full-GQA basis"),
-    ("falcon-h1", "falcon-h1", FALCON_H1, CacheSettings(n_ctx=8192),
+    ("falcon-h1", "falcon-h1", FALCON_H1, Params(n_ctx=8192),
      dict(kv_bytes_per_token=4 * 2 * 64 * 4, recurrent_state_bytes=4 * (3 * (2048 + 256) + 128 * 2048) * 4),
      "every layer holds KV and a Mamba2 state"),
-    ("rs-seq-rollback-family", "qwen35moe", QWEN35MOE, CacheSettings(n_ctx=4096, n_seq=2, n_rs_seq=3),
+    ("rs-seq-rollback-family", "qwen35moe", QWEN35MOE, Params(n_ctx=4096, n_seq=2, n_rs_seq=3),
      dict(recurrent_state_bytes=65_863_680 * 2 * 4), "qwen35 keeps 1 + n_rs_seq state rows per sequence"),
-    ("rs-seq-ignored", "mamba2", MAMBA2, CacheSettings(n_ctx=4096, n_seq=2, n_rs_seq=3),
+    ("rs-seq-ignored", "mamba2", MAMBA2, Params(n_ctx=4096, n_seq=2, n_rs_seq=3),
      dict(recurrent_state_bytes=2 * 64 * (3 * (8192 + 2 * 8 * 128) + 128 * 8192) * 4),
      "llama.cpp resets n_rs_seq to 0 where llm_arch_supports_rs_rollback is false"),
-    ("fa-off-pads-v", "qwen3moe", QWEN3MOE, CacheSettings(n_ctx=4096, flash_attn=False),
+    ("fa-off-pads-v", "qwen3moe", QWEN3MOE, Params(n_ctx=4096, flash_attn=False),
      dict(kv_bytes_per_token=98304), "uniform V widths: transposed V needs no padding"),
 ]
 
@@ -153,7 +154,7 @@ SHAPES = [
 @pytest.mark.parametrize("n_ctx, n_seq, unified, want_ctx, want_seq, why", SHAPES)
 def test_context_shape(n_ctx, n_seq, unified, want_ctx, want_seq, why):
     geometry = geometry_from_metadata(model("qwen3moe", **QWEN3MOE))
-    shape = context_shape(geometry, CacheSettings(n_ctx=n_ctx, n_seq=n_seq, kv_unified=unified))
+    shape = context_shape(geometry, Params(n_ctx=n_ctx, n_seq=n_seq, kv_unified=unified))
     assert (shape.n_ctx, shape.n_ctx_seq) == (want_ctx, want_seq), why
 
 
@@ -194,8 +195,8 @@ def test_fa_off_pads_v_to_widest_layer():
     # SWA layers with a smaller V head: transposed V rows are padded to the widest layer
     keys = dict(GEMMA3_27B, attention__value_length_swa=64, attention__key_length_swa=64)
     geometry = geometry_from_metadata(model("gemma3", **keys))
-    on = compute_footprint(geometry, CacheSettings(n_ctx=4096))
-    off = compute_footprint(geometry, CacheSettings(n_ctx=4096, flash_attn=False))
+    on = compute_footprint(geometry, Params(n_ctx=4096))
+    off = compute_footprint(geometry, Params(n_ctx=4096, flash_attn=False))
     assert on.swa_kv_bytes == 52 * 16 * (64 + 64) * 2 * 1536
     assert off.swa_kv_bytes == 52 * 16 * (64 + 128) * 2 * 1536
 

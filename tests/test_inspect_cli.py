@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 
 import pytest
 
+import llamabench as lb
 from llamabench.cli import main
+from llamabench.results.records import InspectRecord
 from llamabench.twin.writer import write_gguf
 
-JSON_KEYS = {
-    "architecture", "n_layer", "layers", "cache_type_k", "cache_type_v", "n_ctx", "n_seq",
-    "kv_bytes_per_token", "full_gqa_kv_bytes_per_token", "reduction", "kv_bytes", "swa_kv_bytes",
-    "recurrent_state_bytes", "weights_bytes",
-}
 
 QWEN35MOE_KEYS = {
     "block_count": 40, "context_length": 262144, "embedding_length": 2048, "attention.head_count": 16,
@@ -29,26 +27,29 @@ def metadata_only(path, arch, suffix_keys):
     return path
 
 
-def run_json(capsys, *argv):
+def run_json(capsys, *argv) -> InspectRecord:
+    """`inspect ... --json`, read back as the typed record it prints."""
     assert main(list(argv)) == 0
-    return json.loads(capsys.readouterr().out)
+    return InspectRecord.from_dict(json.loads(capsys.readouterr().out))
 
 
 def test_builtin_default_headline_numbers(capsys):
-    data = run_json(capsys, "inspect", "qwen3-5-35b-a3b", "--json")
-    assert JSON_KEYS <= set(data)
-    assert data["kv_bytes_per_token"] == 20480
-    assert data["full_gqa_kv_bytes_per_token"] == 81920
-    assert data["reduction"] == 4.0
-    assert data["kv_bytes"] == 2_684_354_560
-    assert data["recurrent_state_bytes"] == 65_863_680
-    assert data["n_ctx"] == 131072
-    assert [layer["index"] for layer in data["layers"] if layer["kind"] == "full"] == list(range(3, 40, 4))
-    assert {layer["kind"] for layer in data["layers"]} == {"full", "recurrent"}
+    record = run_json(capsys, "inspect", "qwen3-5-35b-a3b", "--json")
+    assert record == replace(lb.inspect("qwen3-5-35b-a3b"), timestamp=record.timestamp)  # the CLI prints the API's record
+    fp, layers = record.footprint, record.inspection.geometry.layers
+    assert fp.kv_bytes_per_token == 20480
+    assert fp.full_gqa_kv_bytes_per_token == 81920
+    assert fp.reduction == 4.0
+    assert fp.kv_bytes == 2_684_354_560
+    assert fp.recurrent_state_bytes == 65_863_680
+    assert fp.shape.n_ctx == 131072 == lb.DEFAULT_N_CTX
+    assert [layer.index for layer in layers if layer.kind == "full"] == list(range(3, 40, 4))
+    assert {str(layer.kind) for layer in layers} == {"full", "recurrent"}
 
 
 def test_qwen3_30b_bytes_per_token(capsys):
-    assert run_json(capsys, "inspect", "qwen3-30b-a3b", "--json")["kv_bytes_per_token"] == 98304
+    assert run_json(capsys, "inspect", "qwen3-30b-a3b", "--json").kv_bytes_per_token == 98304
+    assert lb.inspect("qwen3-30b-a3b", n_ctx="128k").kv_bytes == 12 * 2**30
 
 
 def test_human_table_groups_runs(capsys):
@@ -60,16 +61,16 @@ def test_human_table_groups_runs(capsys):
 
 
 def test_ctx_rounding_and_cache_types(capsys):
-    data = run_json(capsys, "inspect", "qwen3-5-35b-a3b", "--json", "--ctx", "132107", "-ctk", "q8_0", "-ctv", "q4_0")
-    assert data["n_ctx"] == 132352
-    assert data["kv_bytes_per_token"] == 10 * 512 * 34 // 32 + 10 * 512 * 18 // 32
+    record = run_json(capsys, "inspect", "qwen3-5-35b-a3b", "--json", "--ctx", "132107", "-ctk", "q8_0", "-ctv", "q4_0")
+    assert record.footprint.shape.n_ctx == 132352
+    assert record.kv_bytes_per_token == 10 * 512 * 34 // 32 + 10 * 512 * 18 // 32
 
 
 def test_metadata_only_gguf(tmp_path, capsys):
     path = metadata_only(tmp_path / "meta.gguf", "qwen35moe", QWEN35MOE_KEYS)
-    data = run_json(capsys, "inspect", str(path), "--json")
-    assert data["weights_bytes"] == 0
-    assert data["kv_bytes"] == 2_684_354_560
+    record = run_json(capsys, "inspect", str(path), "--json")
+    assert record.inspection.weights_bytes == 0
+    assert record.kv_bytes == 2_684_354_560
 
 
 def test_weights_bytes_is_sum_of_tensors(tmp_path, capsys):
@@ -80,8 +81,8 @@ def test_weights_bytes_is_sum_of_tensors(tmp_path, capsys):
                                                 attention__head_count=1).items()}
     keys = {k.replace("__", "."): v for k, v in keys.items()}
     write_gguf(tmp_path / "w.gguf", "llama", keys | {"general.architecture": "llama"}, specs)
-    data = run_json(capsys, "inspect", str(tmp_path / "w.gguf"), "--json")
-    assert data["weights_bytes"] == 64 * 259 * 2 + 64 * 4
+    record = run_json(capsys, "inspect", str(tmp_path / "w.gguf"), "--json")
+    assert record.inspection.weights_bytes == 64 * 259 * 2 + 64 * 4
 
 
 def _bad_inputs(tmp_path):

@@ -10,8 +10,12 @@ import json
 
 import pytest
 
+import llamabench as lb
 import real_model
 from llamabench.cli import main
+from llamabench.fit.advice import llama_server_command
+from llamabench.fit.search import PlacementKind
+from llamabench.results.records import BenchRecord, InspectRecord
 
 pytestmark = pytest.mark.slow
 
@@ -29,21 +33,20 @@ def gemma():
 def test_inspect_warns_past_the_trained_context(gemma, capsys):
     assert main(["inspect", str(gemma), "--ctx", "131072", "--json"]) == 0
     captured = capsys.readouterr()
-    data = json.loads(captured.out)
-    assert data["n_ctx_train"] == 32768 and data["beyond_trained_context"]
+    record = InspectRecord.from_dict(json.loads(captured.out))
+    assert record.inspection.geometry.n_ctx_train == 32768 and record.inspection.beyond_trained_context
     assert "exceeds the trained context 32,768" in captured.err and captured.err.count("\n") == 1
     assert "no RoPE scaling keys" in captured.err
 
 
-def test_fit_puts_the_tied_output_matrix_on_the_card(gemma, capsys):
-    assert main(["fit", str(gemma), "--ctx", "32768", "--vram", "2GiB", "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    best = data["recommendations"][0]["row"]
-    assert best["placement"]["kind"] == "all"
+def test_fit_puts_the_tied_output_matrix_on_the_card(gemma):
+    result = lb.fit(str(gemma), n_ctx=32768, vram="2GiB").fit
+    best = result.recommended("2GiB", 32768)
+    assert best.placement.kind is PlacementKind.ALL
     # llama.cpp's own log with -ngl 99 on a device: model buffer 235.16 MiB (token_embd again as the output)
-    assert round(best["parts"]["weights"] / MIB, 2) == 235.16
-    assert best["parts"]["kv"] == 116_391_936  # 96 MiB full + 15 MiB SWA, exact
-    assert best["max_n_ctx"] == 32768 and "-c 32768" in data["recommendations"][0]["llama_cpp"]
+    assert round(best.parts.weights / MIB, 2) == 235.16
+    assert best.parts.kv == 116_391_936  # 96 MiB full + 15 MiB SWA, exact
+    assert best.max_n_ctx == 32768 and "-c 32768" in llama_server_command(result, best)
 
 
 def test_demo_on_the_real_file(gemma, tmp_path, capsys):
@@ -72,14 +75,15 @@ def test_each_command_then_report_on_a_file(gemma, tmp_path, capsys):
                  ["bench", str(gemma), "-c", "4096", "-p", "16", "-n", "2", "-d", "0,256", "-r", "1", "-t", "2",
                   "--repack", "0"]):
         assert main(argv + ["--results", str(results)]) == 0, argv
-    lines = [json.loads(line) for line in results.read_text().splitlines()]
-    labels = {r["model"]["label"] for r in lines}
-    tg = next(r for r in lines if r.get("test") == "tg2 @ d256")
-    roof = tg["roofline"]
+    records = lb.read_records(results).records
+    assert [r.kind.value for r in records][:3] == ["inspect", "verify", "fit"]
+    tg = next(r for r in records if isinstance(r, BenchRecord) and r.test.name == "tg2 @ d256")
+    roof = tg.roofline
     # the output matrix is token_embd (tied): every layer's weights and it, 246.6 MB, are read per token
-    assert roof["weights_bytes"] == 246_587_904 + 178_257_920 - 178_257_920
-    assert roof["kv_read_bytes"] == 3 * 1024 * 257 + 15 * 1024 * 257  # depth 256 + 1: inside the 512 window
-    assert 0 < roof["mbu"] < 1.5 and roof["achieved_gbps"] == round(roof["bytes_per_token"] * tg["avg_ts"] / 1e9, 2)
-    assert labels == {"gemma-3-270m-q4_k_m"}  # one label for the file, whatever the command
-    assert main(["report", str(results), "--out-dir", str(tmp_path / "rep")]) == 0
-    assert json.loads((tmp_path / "rep" / "record.json").read_text())["measured_prefill_tok_s"] > 0
+    assert roof.weights_bytes == 246_587_904
+    assert roof.kv_read_bytes == 3 * 1024 * 257 + 15 * 1024 * 257  # depth 256 + 1: inside the 512 window
+    assert 0 < roof.mbu < 1.5 and roof.achieved_gbps == round(roof.bytes_per_token * tg.avg_ts / 1e9, 2)
+    assert {r.model.label for r in records} == {"gemma-3-270m-q4_k_m"}  # one label for the file, whatever the command
+    report = lb.report(results, out_dir=tmp_path / "rep")
+    assert report.models[0].kv_efficiency[0].measured_prefill_tok_s > 0
+    assert json.loads((tmp_path / "rep" / "record.json").read_text()) == report.models[0].kv_efficiency[0].to_dict()

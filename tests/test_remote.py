@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -10,15 +11,24 @@ import real_model
 from http_server import FileServer
 from llamabench import catalog
 from llamabench.cli import main
+from llamabench.fit.advice import llama_server_command
+from llamabench.gguf_file import read_metadata
+from llamabench.results.records import FitRecord, InspectRecord
+from llamabench.twin.projector import write_projector
 from llamabench.twin.build import write_twin
 from llamabench.twin.split import write_split
 
 
-def inspect_json(capsys, model: str, *extra) -> dict:
+def inspect_json(capsys, model: str, *extra):
+    """`inspect --json` read back as its record: the inspection, less the path or URL given."""
     assert main(["inspect", model, "--json", "-c", "8192", *extra]) == 0
-    data = json.loads(capsys.readouterr().out)
-    data.pop("source")  # the path or the URL given
-    return data
+    record = InspectRecord.from_dict(json.loads(capsys.readouterr().out))
+    return replace(record.inspection, source="")
+
+
+def fit_json(capsys, argv) -> FitRecord:
+    assert main(["fit", *argv, "--json"]) == 0
+    return FitRecord.from_dict(json.loads(capsys.readouterr().out))
 
 
 @pytest.fixture(scope="module")
@@ -104,35 +114,28 @@ def test_real_gguf_over_http_fits_and_verifies(capsys, tmp_path):
     with FileServer(tmp_path) as server:
         url = f"{server.url}/files/{path.name}"
         assert inspect_json(capsys, url) == inspect_json(capsys, str(path))
-        assert main(["fit", url, "--ctx", "8192", "--vram", "2GiB", "--json"]) == 0
-        remote_fit = json.loads(capsys.readouterr().out)
-        assert main(["fit", str(path), "--ctx", "8192", "--vram", "2GiB", "--json"]) == 0
-        local_fit = json.loads(capsys.readouterr().out)
-        assert remote_fit["rows"] == local_fit["rows"]  # weights, KV, compute (llama.cpp's dry run of the header)
+        remote_fit = fit_json(capsys, [url, "--ctx", "8192", "--vram", "2GiB"])
+        local_fit = fit_json(capsys, [str(path), "--ctx", "8192", "--vram", "2GiB"])
+        assert remote_fit.rows == local_fit.rows  # weights, KV, compute (llama.cpp's dry run of the header)
         assert main(["verify", url, "--ctx", "8192"]) == 0  # a dry run reads no tensor data
         assert server.served.bytes_sent < 0.05 * path.stat().st_size
 
 
 def test_fit_with_a_projector_on_the_card_and_in_ram(served, capsys, tmp_path):
-    from llamabench.twin.projector import write_projector
-
     server, root = served
     proj = write_projector(root / "mmproj.gguf")  # real clip metadata, zero tensors
-    assert main(["fit", "qwen3-30b-a3b", "--ctx", "4096", "--vram", "24GiB", "-ctk", "f16", "-ctv", "f16",
-                 "--mmproj", f"{server.url}/files/mmproj.gguf", "--json"]) == 0
-    on_card = json.loads(capsys.readouterr().out)
-    from llamabench.gguf_file import read_metadata
-
+    on_card = fit_json(capsys, ["qwen3-30b-a3b", "--ctx", "4096", "--vram", "24GiB", "-ctk", "f16", "-ctv", "f16",
+                                "--mmproj", f"{server.url}/files/mmproj.gguf"])
     weights = read_metadata(proj).weights_bytes
-    part = on_card["rows"][0]["parts"]["projector"]
+    part = on_card.rows[0].parts.projector
     # the weights from the tensor infos, plus one image's estimate: 16 heads x 4096^2 f32 scores + activations
     assert part == weights + 16 * 4096 * 4096 * 4 + 4096 * (3 * 1152 + 4304) * 4
-    assert "--mmproj" in on_card["recommendations"][0]["llama_cpp"] and "mmproj" in on_card["basis"]
-    assert main(["fit", "qwen3-30b-a3b", "--ctx", "4096", "--vram", "24GiB", "-ctk", "f16", "-ctv", "f16",
-                 "--mmproj", str(proj), "--no-mmproj-offload", "--json"]) == 0
-    in_ram = json.loads(capsys.readouterr().out)
-    assert in_ram["rows"][0]["parts"]["projector"] == 0
-    assert in_ram["rows"][0]["total_bytes"] == on_card["rows"][0]["total_bytes"] - part
+    best = on_card.fit.recommended("24GiB", 4096)
+    assert "--mmproj" in llama_server_command(on_card.fit, best) and "mmproj" in on_card.fit.basis
+    in_ram = fit_json(capsys, ["qwen3-30b-a3b", "--ctx", "4096", "--vram", "24GiB", "-ctk", "f16", "-ctv", "f16",
+                               "--mmproj", str(proj), "--no-mmproj-offload"])
+    assert in_ram.rows[0].parts.projector == 0
+    assert in_ram.rows[0].parts.total == on_card.rows[0].parts.total - part
 
 
 def test_fit_a_catalog_quant_from_its_published_location(served, capsys, monkeypatch):
@@ -140,12 +143,9 @@ def test_fit_a_catalog_quant_from_its_published_location(served, capsys, monkeyp
     monkeypatch.setenv("HF_ENDPOINT", server.url)
     twin = write_twin(catalog.get_entry("qwen3-30b-a3b").metadata,
                       root / "Qwen3-30B-A3B-abliterated.Q4_K_M.gguf").path  # stands in for the published file
-    assert main(["fit", "qwen3-30b-a3b", "--quant", "Q4_K_M", "--remote", "--ctx", "4096", "--vram", "1GiB",
-                 "--json"]) == 0
-    data = json.loads(capsys.readouterr().out)
-    assert "the GGUF's tensor infos" in data["basis"]["weights"]
-    assert main(["fit", str(twin), "--ctx", "4096", "--vram", "1GiB", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["rows"] == data["rows"]
+    record = fit_json(capsys, ["qwen3-30b-a3b", "--quant", "Q4_K_M", "--remote", "--ctx", "4096", "--vram", "1GiB"])
+    assert "the GGUF's tensor infos" in record.fit.basis["weights"]
+    assert fit_json(capsys, [str(twin), "--ctx", "4096", "--vram", "1GiB"]).rows == record.rows
 
 
 def test_a_split_set_fits_as_the_single_file(tmp_path, capsys):
@@ -153,7 +153,6 @@ def test_a_split_set_fits_as_the_single_file(tmp_path, capsys):
     first = write_split(twin, tmp_path, 3)[0]
     rows = []
     for model in (str(twin), str(first)):
-        assert main(["fit", model, "--ctx", "4096", "--vram", "1GiB", "-ngl", "20,99", "--json"]) == 0
-        rows.append(json.loads(capsys.readouterr().out)["rows"])
+        rows.append(fit_json(capsys, [model, "--ctx", "4096", "--vram", "1GiB", "-ngl", "20,99"]).rows)
     assert rows[0] == rows[1]
     assert main(["verify", str(first), "--ctx", "4096"]) == 0  # llama.cpp loads the set

@@ -6,7 +6,10 @@ import json
 
 import pytest
 
+import llamabench as lb
 from llamabench.cli import main
+from llamabench.report.kv_record import KvEfficiencyRecord
+from llamabench.results.records import BenchRecord
 
 pytestmark = pytest.mark.slow  # builds its results with real llama.cpp runs
 
@@ -35,10 +38,11 @@ def test_record_numbers_come_from_inspect_and_the_results(timed_results, tmp_pat
     assert record["kv_bytes_at_context"] == 20480 * 4096
     assert record["recurrent_state_bytes"] == 65_863_680
     assert record["measured_kv_bytes"] == 20480 * 4096  # llama.cpp's real allocation in the timed run
-    bench = [json.loads(line) for line in timed_results.read_text().splitlines()]
-    deepest = [r for r in bench if r.get("test", "").endswith("@ d32")]
-    assert record["measured_prefill_tok_s"] == round(next(r for r in deepest if r["test"].startswith("pp"))["avg_ts"], 2)
-    assert record["measured_decode_tok_s"] == round(next(r for r in deepest if r["test"].startswith("tg"))["avg_ts"], 2)
+    bench = [r for r in lb.read_records(timed_results).records if isinstance(r, BenchRecord)]
+    deepest = {r.test.kind: r for r in bench if r.test.depth == 32}
+    assert record["measured_prefill_tok_s"] == round(deepest["pp"].avg_ts, 2)
+    assert record["measured_decode_tok_s"] == round(deepest["tg"].avg_ts, 2)
+    assert record == KvEfficiencyRecord.from_dict(record).to_dict()  # record.json holds typed kv_efficiency records
     assert "10 are full_attention (indices 3,7,...,39)" in record["kv_bytes_basis"]
     assert "20,480 B/token" in record["kv_bytes_basis"] and "4.0x reduction" in record["kv_bytes_basis"]
     assert "timed run" in record["methodology"] and "dry run" in record["methodology"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import model
-from llamabench.footprint import CacheSettings
+from llamabench.params import Params
 from llamabench.layout import geometry_from_metadata
 from llamabench.metadata import TensorInfo
 from llamabench.speed import TokenCost, active_weight_bytes, calibrate, card, model_for_card, token_cost
@@ -19,7 +19,7 @@ GEMMA = geometry_from_metadata(model("gemma3", block_count=18, context_length=32
 
 @pytest.mark.parametrize("depth", [0, 100, 512, 8192])
 def test_kv_read_per_token(depth):
-    cost = token_cost(GEMMA, CacheSettings(), 1000, depth)
+    cost = token_cost(GEMMA, Params(), 1000, depth)
     # 3 full layers read d cells, 15 SWA layers min(d, 512); 1 x 256 x 2 (K, V) x 2 bytes = 1,024 B per cell
     assert cost.kv_bytes == 3 * 1024 * depth + 15 * 1024 * min(depth, 512)
     assert cost.weights_bytes == 1000 and cost.recurrent_bytes == 0
@@ -27,7 +27,7 @@ def test_kv_read_per_token(depth):
 
 
 def test_full_gqa_counterfactual_reads_every_layer_at_depth():
-    gqa = token_cost(GEMMA, CacheSettings(), 1000, 8192, as_full_gqa=True)
+    gqa = token_cost(GEMMA, Params(), 1000, 8192, as_full_gqa=True)
     assert gqa.kv_bytes == 18 * 1024 * 8192
 
 
@@ -37,7 +37,7 @@ def test_recurrent_state_is_read_and_written():
                                           attention__key_length=64, attention__value_length=64,
                                           full_attention_interval=4, ssm__conv_kernel=4, ssm__state_size=16,
                                           ssm__group_count=1, ssm__time_step_rank=2, ssm__inner_size=32))
-    cost = token_cost(hybrid, CacheSettings(), 0, 0)
+    cost = token_cost(hybrid, Params(), 0, 0)
     state = ((4 - 1) * (32 + 2 * 16) + 16 * 32) * 4  # (R + S) x f32 per layer
     assert cost.recurrent_bytes == 2 * 3 * state
 

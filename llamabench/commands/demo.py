@@ -9,18 +9,28 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-from .. import catalog
+from .. import api, catalog, params, sysinfo
 from .. import source as model_source
+from ..errors import LlamabenchError
+from ..fit.search import PlacementKind, recommend
 from ..footprint import KV_PAD
+from ..llama import engine
+from ..params import DEFAULT_N_CTX, OutputFormat
 from ..paths import reports_dir
-from . import options
+from ..render.bench import render as render_bench
+from ..render.fit import render_text
+from ..render.inspect import render_inspection
+from ..render.progress import Progress
+from ..render.verify import render_verify
+from ..results.jsonl import check_destination
+from ..results.records import FitRecord
+from .output import warn
 
 HELP = "the main job: inspect, verify, fit, a bench at depth and the report (default: the built-in Qwen3.5-35B-A3B)"
 EXAMPLES = """examples:
   llamabench demo                                   # Qwen3.5-35B-A3B via its geometry twin, n_ctx 131072
-  llamabench demo gemma-3-270m-Q4_K_M.gguf --ctx 32768 --out-dir my-report
+  llamabench demo gemma-3-270m-Q4_K_M.gguf --ctx 32k --out-dir my-report
   llamabench demo model.gguf --max-depth 32768      # bench deeper than the CPU default
 Bench depths default to 0, n_ctx/8, n_ctx/4, n_ctx/2 and n_ctx minus the test, each capped by
 --max-depth (default 8192 for a GGUF and 2048 for a geometry twin on a CPU build, the full context
@@ -29,25 +39,17 @@ on a GPU build): the output says how deep it went and why.
 NATURAL_COMPARISONS = {"qwen3-5-35b-a3b": ["qwen3-30b-a3b"], "qwen3-next-80b-a3b": ["qwen3-30b-a3b"]}
 CPU_MAX_DEPTH_FILE = 8192  # filling a context deeper takes minutes on a few CPU cores
 CPU_MAX_DEPTH_TWIN = 2048  # twins keep the real attention geometry: deep fills are as slow as the real model's
+DEMO_DEFAULTS = {"n_prompt": 256, "n_gen": 16, "repetitions": 2}  # a short bench: the demo's point is the depth curve
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_model(parser, optional_default=catalog.DEFAULT_MODEL_ID)
-    parser.add_argument("-c", "--ctx", dest="n_ctx", type=options.positive_int, default=131072,
-                        help="n_ctx (default 131072)")
-    parser.add_argument("--vram", default=None, help="card sizes for fit, comma list (default 16GiB,24GiB)")
-    parser.add_argument("-d", "--depths", type=options.comma_list(options.nonneg_int), default=None,
-                        help="bench depths (default: derived from n_ctx, capped by --max-depth)")
-    parser.add_argument("--max-depth", type=options.nonneg_int, default=None,
-                        help="deepest bench depth (default 8192 for a GGUF, 2048 for a twin on a CPU build)")
-    parser.add_argument("-p", "--n-prompt", dest="n_prompt", type=options.positive_int, default=256,
-                        help="bench prompt tokens (default 256)")
-    parser.add_argument("-n", "--n-gen", dest="n_gen", type=options.positive_int, default=16,
-                        help="bench generated tokens (default 16)")
-    parser.add_argument("-r", "--repetitions", type=options.positive_int, default=2, help="bench repetitions (default 2)")
-    parser.add_argument("-t", "--threads", dest="n_threads", type=options.positive_int, default=None,
-                        help="bench threads (default: physical cores)")
-    parser.add_argument("--out-dir", type=Path, default=None, help="report folder (default reports/local/<label>/)")
+    params.add_arguments(parser, ("model", "n_ctx", "vram", "n_depth", "max_depth", "n_prompt", "n_gen",
+                                  "repetitions", "n_threads", "out_dir"),
+                         lists=("vram", "n_depth"), defaults={**DEMO_DEFAULTS, "n_depth": None, "vram": None},
+                         helps={"n_depth": "bench depths (default: derived from n_ctx, capped by --max-depth)",
+                                "max_depth": "deepest bench depth (default 8192 for a GGUF, 2048 for a twin on a "
+                                             "CPU build)"},
+                         optional_model=catalog.DEFAULT_MODEL_ID)
 
 
 def default_depths(n_ctx: int, test_tokens: int, max_depth: int) -> list[int]:
@@ -63,72 +65,102 @@ def deepest_depth(n_ctx: int, test_tokens: int) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import sysinfo
-    from ..cli import main
-    from ..llama import engine
-    from ..results.jsonl import check_destination
-
     start = time.perf_counter()
     source = model_source.resolve(args.model)
     out_dir = args.out_dir or reports_dir() / source.label
     results = out_dir / "results.jsonl"
     check_destination(results)
     gpu = engine.supports_gpu_offload()
-    ctx = str(args.n_ctx)
+    n_ctx = args.n_ctx or DEFAULT_N_CTX
     test_tokens = args.n_prompt + args.n_gen
-    if args.depths is not None:
-        depths = sorted(set(args.depths))
+    if args.n_depth is not None:
+        depths = sorted(set(args.n_depth))
         why = "as given by --depths"
     else:
         max_depth = args.max_depth if args.max_depth is not None else (
-            args.n_ctx if gpu else CPU_MAX_DEPTH_TWIN if source.is_catalog else CPU_MAX_DEPTH_FILE)
-        depths = default_depths(args.n_ctx, test_tokens, max_depth)
-        if depths[-1] >= deepest_depth(args.n_ctx, test_tokens):
+            n_ctx if gpu else CPU_MAX_DEPTH_TWIN if source.is_catalog else CPU_MAX_DEPTH_FILE)
+        depths = default_depths(n_ctx, test_tokens, max_depth)
+        if depths[-1] >= deepest_depth(n_ctx, test_tokens):
             why = "as deep as the context allows"
         elif args.max_depth is not None:
             why = f"capped by --max-depth {max_depth}"
         else:
             why = (f"capped by the default --max-depth {max_depth} on a CPU build (filling deeper takes minutes "
                    "here; raise --max-depth to go deeper)")
-    depth_line = (f"bench depths {', '.join(map(str, depths))} of n_ctx {args.n_ctx:,}: {why}")
-    fit_argv = ["fit", args.model, "--ctx", ctx, "--results", str(results)] + (["--vram", args.vram] if args.vram else [])
-    bench_argv = ["bench", args.model, "-c", ctx, "-p", str(args.n_prompt), "-n", str(args.n_gen),
-                  "-d", ",".join(map(str, depths)), "-r", str(args.repetitions), "--results", str(results)]
-    if args.n_threads:
-        bench_argv += ["-t", str(args.n_threads)]
+    depth_line = f"bench depths {', '.join(map(str, depths))} of n_ctx {n_ctx:,}: {why}"
+    repack = True
     repack_note = None
     if not gpu and sysinfo.has_amx() and not source.is_catalog:
         # ggml's AMX repack of Q4_K weights crashed llama.cpp (SIGSEGV in decode) on a real Gemma 3 Q4_K_M here
-        bench_argv += ["--repack", "0"]
+        repack = False
         repack_note = ("bench ran with --repack 0: this CPU reports AMX, and llama.cpp's AMX-repacked quantized weights "
                        "crash in decode here (llama-bench itself dies with SIGILL)")
+
+    def inspect_step() -> bool:
+        record = api.inspect(args.model, n_ctx=n_ctx, results=results)
+        if record.inspection.context_warning:
+            warn(record.inspection.context_warning)
+        print(render_inspection(record))
+        return True
+
+    def verify_step() -> bool:
+        record = api.verify(args.model, n_ctx=n_ctx, results=results)
+        print(render_verify(record))
+        return record.ok
+
+    def fit_step() -> bool:
+        record = api.fit(args.model, n_ctx=[n_ctx], vram=args.vram, results=results)
+        print(render_text(record.fit))
+        fits.append(record)
+        return True
+
+    def bench_step() -> bool:
+        ngl = _recommended_ngl(fits[-1]) if gpu and fits else 0
+        progress = Progress(0, enabled=sys.stderr.isatty())
+        try:
+            run_ = api.bench(args.model, n_ctx=n_ctx, n_prompt=args.n_prompt, n_gen=args.n_gen, n_depth=depths,
+                             repetitions=args.repetitions, n_threads=args.n_threads or None, repack=repack,
+                             n_gpu_layers=ngl, results=results, on_event=progress)
+        finally:
+            progress.close()
+        if run_.records:
+            print(render_bench(list(run_.records), str(OutputFormat.MD)))
+        return not run_.failed and not run_.interrupted
+
+    def report_step() -> bool:
+        result = api.report([results], out_dir=out_dir, compare=NATURAL_COMPARISONS.get(source.label, []))
+        for model in result.models:
+            print(f"{model.label}: wrote {len(model.files)} files to {model.out_dir}")
+        return True
+
+    fits: list[FitRecord] = []
     steps = [
-        ("inspect: layer layout and theoretical footprint", ["inspect", args.model, "--ctx", ctx, "--results", str(results)]),
-        ("verify: theory against llama.cpp's own allocation lines (dry run)",
-         ["verify", args.model, "--ctx", ctx, "--results", str(results)]),
-        ("fit: does it fit on the card?", fit_argv),
-        (f"bench: a real context at n_ctx {ctx}, prefill and decode; {depth_line}", bench_argv),
-        ("report: kv_efficiency record, report.md and plots",
-         ["report", str(results), "--out-dir", str(out_dir)]
-         + [a for c in NATURAL_COMPARISONS.get(source.label, []) for a in ("--compare", c)]),
+        ("inspect: layer layout and theoretical footprint", inspect_step, True),
+        ("verify: theory against llama.cpp's own allocation lines (dry run)", verify_step, False),
+        ("fit: does it fit on the card?", fit_step, False),
+        (f"bench: a real context at n_ctx {n_ctx}, prefill and decode; {depth_line}", bench_step, False),
+        ("report: kv_efficiency record, report.md and plots", report_step, True),
     ]
     if source.is_catalog:
         print(f"[demo] writing / reusing the geometry twin of {source.label}", file=sys.stderr, flush=True)
         twin = source.gguf_for_llama()
         print(f"geometry twin: {twin} ({twin.stat().st_size / 2**20:.1f} MiB)")
     failed = []
-    for i, (title, argv) in enumerate(steps, 1):
-        if argv[0] == "bench" and gpu:
-            argv += ["-ngl", str(_recommended_ngl(results, source.label))]
+    for i, (title, step, fatal) in enumerate(steps, 1):
+        name = title.split(":")[0]
         print(f"\n== {i}/{len(steps)} {title}", flush=True)
-        print(f"[demo] step {i}/{len(steps)}: {title.split(':')[0]} ({time.perf_counter() - start:.0f} s so far)",
+        print(f"[demo] step {i}/{len(steps)}: {name} ({time.perf_counter() - start:.0f} s so far)",
               file=sys.stderr, flush=True)
-        rc = main(argv)
-        if rc != 0:
-            print(f"[demo] step {i} ({argv[0]}) ended with exit code {rc}", file=sys.stderr)
-            failed.append(argv[0])
-            if argv[0] in ("inspect", "report"):
-                return rc
+        try:
+            ok = step()
+        except LlamabenchError as exc:
+            print(f"llamabench: error: {exc}" + (f" (hint: {exc.hint})" if exc.hint else ""), file=sys.stderr)
+            ok = False
+        if not ok:
+            print(f"[demo] step {i} ({name}) reported a problem", file=sys.stderr)
+            failed.append(name)
+            if fatal:
+                return 1
     print(f"\n{depth_line}")
     if repack_note:
         print(repack_note)
@@ -137,20 +169,14 @@ def run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _recommended_ngl(results: Path, label: str) -> int:
+def _recommended_ngl(fit: FitRecord) -> int:
     """-ngl of the fit's recommendation for the first card (all layers when the fit has none)."""
-    from ..fit.search import PlacementKind, recommend
-    from ..results.records import FitRecord, read_records
-
-    fits = [r for r in read_records(results).records if isinstance(r, FitRecord) and r.model.label == label]
-    if not fits:
-        return 99
-    fit = fits[-1].fit
-    rows = fit.rows_for(fit.budgets[0][0], fit.contexts[0])
+    result = fit.fit
+    rows = result.rows_for(result.budgets[0].label, result.contexts[0])
     best = recommend(rows)
     if best is not None and best.placement.kind is PlacementKind.N_CPU_MOE:
-        # bench has no tensor overrides yet: the fit's -ngl alternative with the same KV types
+        # the -ngl alternative with the same KV types: bench places by -ngl here
         best = recommend([r for r in rows if r.settings == best.settings and r.placement.kind is PlacementKind.NGL])
     if best is None or best.placement.kind is PlacementKind.ALL:
         return 99
-    return best.placement.n_gpu_layers(fit.n_layer_all)
+    return best.placement.n_gpu_layers(result.n_layer_all)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from .. import source as model_source
-from ..inspection import inspect, kv_curve
-from . import options
+from .. import api, params
+from ..render.inspect import render_inspection
+from .output import keywords, show, warn
 
 HELP = "layer layout and theoretical KV / recurrent footprint from GGUF metadata"
 EXAMPLES = """examples:
@@ -18,26 +16,12 @@ EXAMPLES = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_model(parser)
-    options.add_cache_arguments(parser)
-    options.add_output(parser)
-    options.add_results(parser, "an inspect record")
+    params.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "output", "results"))
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..render.inspect import render_inspection
-
-    source = model_source.resolve(args.model)
-    result = inspect(source.metadata, options.settings_from_args(args), source.entry)
-    if result.context_warning:
-        print(f"llamabench: warning: {result.context_warning}", file=sys.stderr)
-    if args.results:
-        from ..results.records import InspectRecord, append
-
-        append(args.results, InspectRecord(source.model_block(result.geometry.architecture),
-                                           inspection=result.to_dict(), kv_curve=kv_curve(result)))
-    if args.output == options.OutputFormat.JSON:
-        print(json.dumps(result.to_dict(), indent=2))
-    else:
-        print(render_inspection(result))
+    record = api.inspect(args.model, results=args.results, **keywords(args, api.INSPECT_PARAMS))
+    if record.inspection.context_warning:
+        warn(record.inspection.context_warning)
+    show(record, args.output, render_inspection)
     return 0

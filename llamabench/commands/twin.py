@@ -6,10 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import params
 from .. import source as model_source
 from ..errors import UsageError
+from ..twin.build import write_twin
 from ..units import mib
-from . import options
 
 HELP = "write a tiny GGUF with a real model's layer layout and cache geometry"
 EXAMPLES = """examples:
@@ -19,14 +20,11 @@ EXAMPLES = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    options.add_model(parser)
-    parser.add_argument("--out", type=Path, help="where to write the twin (default: <label>-twin.gguf)")
-    parser.add_argument("--seed", type=options.nonneg_int, default=0, help="seed for the random weights (default 0)")
+    params.add_arguments(parser, ("model", "out", "seed"),
+                         helps={"out": "where to write the twin (default: <label>-twin.gguf)"})
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..twin.build import write_twin
-
     source = model_source.resolve(args.model)
     out = args.out or Path(f"{source.label}-twin.gguf")
     if out.is_dir():

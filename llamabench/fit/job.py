@@ -8,12 +8,14 @@ compute buffer.
 from __future__ import annotations
 
 from ..errors import LlamabenchError
-from ..footprint import CacheSettings
 from ..layout import ModelGeometry, geometry_from_metadata
 from ..llama import engine
+from ..params import Budget, Params
+from ..projector import Projector
 from ..source import ModelSource
-from ..validate import check_for_llama
+from ..twin.shape import published_weights
 from ..units import GIB, MIB
+from ..validate import check_for_llama
 from ..weights import WeightsBreakdown, breakdown
 from .probe import ComputeProbe
 from .result import FitResult
@@ -33,8 +35,6 @@ class FitSession:
     @classmethod
     def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool,
              ram_mode: bool = False) -> "FitSession":
-        from ..twin.shape import published_weights
-
         gpu_build = engine.supports_gpu_offload()
         backend = "CUDA/GPU" if gpu_build else "CPU"
         scale = None
@@ -85,14 +85,14 @@ class FitSession:
 
     projector_bytes = 0  # --mmproj on the card: weights + compute (0 without one, or with --no-mmproj-offload)
 
-    def add_projector(self, projector, *, offload: bool) -> None:
+    def add_projector(self, projector: Projector, *, offload: bool) -> None:
         """A vision projector: on the card as llama-server places it, or in system RAM (--no-mmproj-offload)."""
         self.projector_bytes = projector.total_bytes if offload or self.ram_mode else 0
         self.basis["mmproj"] = projector.basis + ("; on the card" if offload else
                                                   "; kept in system RAM (--no-mmproj-offload): not on the card")
 
-    def evaluate(self, budgets: list[tuple[str, int]], contexts: list[int], pairs: list[tuple[str, str]],
-                 placements: list[Placement] | None = None) -> FitResult:
+    def evaluate(self, budgets: list[Budget], contexts: list[int], pairs: list[tuple[str, str]],
+                 placements: list[Placement] | None = None, *, server_args: tuple[str, ...] = ()) -> FitResult:
         fitter = Fitter(self.geometry, self.weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
                         ram_mode=self.ram_mode, projector=self.projector_bytes)
         n_ctx_train = self.geometry.n_ctx_train
@@ -102,18 +102,19 @@ class FitSession:
                                   "but quality past the trained length is not assured")
         rows = []
         try:
-            for label, budget in budgets:
+            for budget in budgets:
                 for n_ctx in contexts:
                     for type_k, type_v in pairs:
-                        settings = CacheSettings(n_ctx=n_ctx, type_k=type_k, type_v=type_v, flash_attn=self.flash_attn,
-                                                 n_ubatch=self.n_ubatch)
+                        settings = Params(n_ctx=n_ctx, type_k=type_k, type_v=type_v, flash_attn=self.flash_attn,
+                                          n_ubatch=self.n_ubatch)
                         try:
-                            rows += fitter.rows(label, budget, settings, placements)
+                            rows += fitter.rows(budget, settings, placements)
                         except LlamabenchError as exc:
                             self.notes.append(f"{type_k}/{type_v}: {exc}")
         finally:
             self.probe.close()
         if not rows:
             raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
-        return FitResult(self.name, self.geometry.architecture, self.basis, rows, budgets, contexts, self.weights.n_layer,
-                         self.model_hint, n_ctx_train=n_ctx_train, notes=self.notes)
+        return FitResult(self.name, self.geometry.architecture, dict(self.basis), tuple(rows), tuple(budgets),
+                         tuple(contexts), self.weights.n_layer, self.model_hint, n_ctx_train=n_ctx_train,
+                         notes=tuple(self.notes), server_args=tuple(server_args), dry_runs=self.probe.calls)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import LlamabenchError
-from ..footprint import CacheSettings
+from ..params import Params
 from ..llama.worker import DryRunChild
 
 
@@ -17,8 +17,8 @@ class ComputeProbe:
         self.backends: set[str] = set()
         self.calls = 0
 
-    def __call__(self, settings: CacheSettings) -> int:
-        key = (settings.n_ctx, settings.type_k, settings.type_v, settings.flash_attn, settings.n_ubatch, settings.n_seq)
+    def __call__(self, settings: Params) -> int:
+        key = settings
         if key not in self._memo:
             if self._model is None:
                 self._model = DryRunChild(self.path)

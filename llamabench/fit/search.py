@@ -6,13 +6,14 @@ elsewhere); everything else is arithmetic on the weights breakdown and the footp
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Callable
 
-from ..footprint import KV_PAD, CacheSettings, compute_footprint, per_layer_bytes
+from ..footprint import KV_PAD, compute_footprint, per_layer_bytes
 from ..layout import ModelGeometry
-from ..weights import WeightsBreakdown
+from ..params import Budget, Params
+from ..weights import WeightsBreakdown, first_card_layer
 
 # least quality given up first
 QUALITY_ORDER = ("f32", "bf16", "f16", "q8_0", "q5_1", "q5_0", "q4_1", "iq4_nl", "q4_0")
@@ -41,12 +42,11 @@ class Placement:
     def rank(self) -> int:
         return {PlacementKind.ALL: 0, PlacementKind.RAM: 0, PlacementKind.N_CPU_MOE: 1, PlacementKind.NGL: 2}[self.kind]
 
-    def to_dict(self) -> dict:
-        return {"kind": str(self.kind), "value": self.value}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Placement":
-        return cls(PlacementKind(data["kind"]), int(data.get("value", 0)))
+    def params(self, base: Params, n_layer_all: int) -> Params:
+        """The llama.cpp parameters of this placement: -ngl and --n-cpu-moe on top of `base`."""
+        if self.kind is PlacementKind.RAM:
+            return base.replace(n_gpu_layers=0, n_cpu_moe=0)
+        return base.replace(n_gpu_layers=self.n_gpu_layers(n_layer_all), n_cpu_moe=self.n_cpu_moe)
 
 
 @dataclass(frozen=True)
@@ -65,34 +65,31 @@ class Parts:
 
 @dataclass(frozen=True)
 class FitRow:
-    budget_label: str
-    budget_bytes: int
-    settings: CacheSettings
+    budget: Budget
+    settings: Params  # the context parameters (the placement is `placement`)
     placement: Placement
     parts: Parts
     max_n_ctx: int  # largest n_ctx (multiple of 256) that fits with this placement, 0 if none
 
     @property
+    def budget_label(self) -> str:
+        return self.budget.label
+
+    @property
+    def budget_bytes(self) -> int:
+        return self.budget.bytes
+
+    @property
     def fits(self) -> bool:
-        return self.parts.total <= self.budget_bytes
+        return self.parts.total <= self.budget.bytes
 
     @property
     def short_by(self) -> int:
-        return max(0, self.parts.total - self.budget_bytes)
-
-    def to_dict(self) -> dict:
-        return {"budget": self.budget_label, "budget_bytes": self.budget_bytes, "settings": asdict(self.settings),
-                "placement": self.placement.to_dict(), "parts": asdict(self.parts), "max_n_ctx": self.max_n_ctx,
-                "total_bytes": self.parts.total, "fits": self.fits, "short_by_bytes": self.short_by}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "FitRow":
-        return cls(data["budget"], int(data["budget_bytes"]), CacheSettings(**data["settings"]),
-                   Placement.from_dict(data["placement"]), Parts(**data["parts"]), int(data["max_n_ctx"]))
+        return max(0, self.parts.total - self.budget.bytes)
 
 
 class Fitter:
-    def __init__(self, geometry: ModelGeometry, weights: WeightsBreakdown, compute_bytes: Callable[[CacheSettings], int],
+    def __init__(self, geometry: ModelGeometry, weights: WeightsBreakdown, compute_bytes: Callable[[Params], int],
                  *, reserve: int, ram_mode: bool = False, projector: int = 0):
         self.geometry = geometry
         self.weights = weights
@@ -103,10 +100,10 @@ class Fitter:
         self.n_layer_all = weights.n_layer
 
     def first_card_layer(self, placement: Placement) -> int:
-        """i_gpu_start in llama_model::load_tensors: layers from here on (the output layer too) are on the card."""
-        return max(self.n_layer_all + 1 - placement.n_gpu_layers(self.n_layer_all), 0)
+        """i_gpu_start: layers from here on (the output layer too) are on the card."""
+        return first_card_layer(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all))
 
-    def parts(self, settings: CacheSettings, placement: Placement, compute: int | None = None) -> Parts:
+    def parts(self, settings: Params, placement: Placement, compute: int | None = None) -> Parts:
         """What this placement puts on the card (everything, in RAM mode)."""
         fp = compute_footprint(self.geometry, settings)  # a clear UsageError before any dry run
         compute = self.compute_bytes(settings) if compute is None else compute
@@ -118,7 +115,7 @@ class Fitter:
         kv, recurrent = self.cache_split(settings, placement)[0]
         return Parts(weights, kv, recurrent, compute, self.reserve, self.projector)
 
-    def cache_split(self, settings: CacheSettings, placement: Placement) -> tuple[tuple[int, int], tuple[int, int]]:
+    def cache_split(self, settings: Params, placement: Placement) -> tuple[tuple[int, int], tuple[int, int]]:
         """((KV, recurrent) on the card, (KV, recurrent) in system RAM): each layer's with its layer."""
         start = self.first_card_layer(placement)
         card, host = [0, 0], [0, 0]
@@ -138,10 +135,10 @@ class Fitter:
         on_card = self.weights.on_card(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
         return self.weights.total_bytes - on_card + (self.weights.tied_output_bytes if ngl > 0 else 0)
 
-    def _fits(self, budget: int, settings: CacheSettings, placement: Placement) -> bool:
+    def _fits(self, budget: int, settings: Params, placement: Placement) -> bool:
         return self.parts(settings, placement).total <= budget
 
-    def max_n_ctx(self, budget: int, settings: CacheSettings, placement: Placement) -> int:
+    def max_n_ctx(self, budget: int, settings: Params, placement: Placement) -> int:
         """Largest n_ctx (a multiple of 256) whose total fits, by dry runs.
 
         The compute buffer grows with n_ctx, so compute(256) bounds it from below and compute(n_upper)
@@ -150,7 +147,7 @@ class Fitter:
         """
         # up to the trained length, or the asked n_ctx where that is longer (the answer then agrees with `-c`)
         hi = max(KV_PAD, max(self.geometry.n_ctx_train, settings.n_ctx) // KV_PAD * KV_PAD)
-        at = lambda n: replace(settings, n_ctx=n)  # noqa: E731
+        at = lambda n: settings.replace(n_ctx=n)  # noqa: E731
 
         def largest(ok, lo_steps: int, hi_steps: int) -> int:
             """Largest step in [lo_steps, hi_steps] with ok(step * 256), given ok(lo_steps); monotone."""
@@ -175,28 +172,29 @@ class Fitter:
             return 0
         return largest(lambda n: self._fits(budget, at(n), placement), lower, upper) * KV_PAD
 
-    def _row(self, label: str, budget: int, settings: CacheSettings, placement: Placement) -> FitRow:
-        return FitRow(label, budget, settings, placement, self.parts(settings, placement),
-                      self.max_n_ctx(budget, settings, placement))
+    def _row(self, budget: Budget, settings: Params, placement: Placement) -> FitRow:
+        return FitRow(budget, settings, placement, self.parts(settings, placement),
+                      self.max_n_ctx(budget.bytes, settings, placement))
 
-    def rows(self, label: str, budget: int, settings: CacheSettings,
+    def rows(self, budget: Budget, settings: Params,
              placements: list[Placement] | None = None) -> list[FitRow]:
         """All on the card; if that misses, the fewest expert layers in RAM and the most layers on the card that fit.
 
         With `placements`, exactly those are evaluated (`fit -ngl N`, `fit --n-cpu-moe N`): no search.
         """
         if placements:
-            return [self._row(label, budget, settings, p) for p in placements]
+            return [self._row(budget, settings, p) for p in placements]
         if self.ram_mode:
-            return [self._row(label, budget, settings, Placement(PlacementKind.RAM))]
-        rows = [self._row(label, budget, settings, Placement(PlacementKind.ALL))]
+            return [self._row(budget, settings, Placement(PlacementKind.RAM))]
+        rows = [self._row(budget, settings, Placement(PlacementKind.ALL))]
         if rows[0].fits:
             return rows
+        room = budget.bytes
         if self.weights.has_experts():
-            n = self._smallest(lambda k: self._fits(budget, settings, Placement(PlacementKind.N_CPU_MOE, k)), self.n_layer_all)
-            rows.append(self._row(label, budget, settings, Placement(PlacementKind.N_CPU_MOE, n if n is not None else self.n_layer_all)))
-        k = self._largest(lambda k: self._fits(budget, settings, Placement(PlacementKind.NGL, k)), self.n_layer_all, lowest=1)
-        rows.append(self._row(label, budget, settings, Placement(PlacementKind.NGL, k if k is not None else 1)))
+            n = self._smallest(lambda k: self._fits(room, settings, Placement(PlacementKind.N_CPU_MOE, k)), self.n_layer_all)
+            rows.append(self._row(budget, settings, Placement(PlacementKind.N_CPU_MOE, n if n is not None else self.n_layer_all)))
+        k = self._largest(lambda k: self._fits(room, settings, Placement(PlacementKind.NGL, k)), self.n_layer_all, lowest=1)
+        rows.append(self._row(budget, settings, Placement(PlacementKind.NGL, k if k is not None else 1)))
         return rows
 
     @staticmethod

@@ -10,41 +10,80 @@ llama.cpp's own dry run of the same placement. With --ram there is no card: tota
 from __future__ import annotations
 
 from contextlib import nullcontext
-from dataclasses import asdict
+from dataclasses import dataclass
 
-from ..llama.alloc_log import MIB, Allocations
+from ..allocations import HOST, PARTS, PRINTED_TOLERANCE_BYTES, Allocations, DeviceParts
+from ..llama.rpc import emulated_card
 from ..llama.worker import run_child
-from ..verification import TOLERANCE_MIB
+from ..units import MIB
+from .advice import describe_placement
 from .result import FitResult
 from .search import Fitter, FitRow, recommend
 
-PARTS = ("weights", "kv", "recurrent", "compute")
-EXACT_BYTES = round(TOLERANCE_MIB * MIB) + 1  # llama.cpp prints %.2f MiB: a byte count matches within half a hundredth
+
+@dataclass(frozen=True)
+class DeviceCheck:
+    """One device: the parts predicted against those llama.cpp allocated there."""
+
+    name: str
+    predicted: DeviceParts
+    allocated: DeviceParts
+    tolerance_bytes: int = PRINTED_TOLERANCE_BYTES
+    by_total: bool = False  # --ram: only the totals are compared (file mapping pads the weights)
+
+    def part_ok(self, part: str) -> bool:
+        if self.by_total:
+            return self.ok
+        return abs(getattr(self.allocated, part) - getattr(self.predicted, part)) <= self.tolerance_bytes
+
+    @property
+    def ok(self) -> bool:
+        if self.by_total:
+            return abs(self.allocated.total - self.predicted.total) <= self.tolerance_bytes
+        return all(self.part_ok(p) for p in PARTS)
 
 
-def _is_host(buffer_name: str) -> bool:
-    """System RAM: CPU, CPU_Mapped, CPU_REPACK, AMX, and a GPU backend's pinned host buffers (CUDA_Host)."""
-    return buffer_name.startswith("CPU") or buffer_name == "AMX" or buffer_name.endswith("_Host")
+@dataclass(frozen=True)
+class PlacementCheck:
+    """One placement created for real."""
+
+    what: str
+    where: str
+    n_ctx: int
+    devices: tuple[DeviceCheck, ...] = ()
+    error: str | None = None
+    rss_delta: int | None = None
+    gpu_delta: int | None = None
+    fit_compute_estimate: int = 0
+    budget: int = 0  # what the card may hold after the reserve and the projector's share
+    card_total: int = 0
+    ram_mode: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.devices) and all(d.ok for d in self.devices)
+
+    @property
+    def within_budget(self) -> bool:
+        return self.card_total <= self.budget
 
 
-def _side(buffers: dict[str, float], host: bool) -> int:
-    return round(sum(v for k, v in buffers.items() if _is_host(k) == host) * MIB)
+@dataclass(frozen=True)
+class FitVerification:
+    placements: tuple[PlacementCheck, ...] = ()
+    error: str | None = None
 
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.placements) and all(p.ok for p in self.placements)
 
-def device_parts(alloc: Allocations, host: bool) -> dict[str, int]:
-    """Bytes llama.cpp reported for the card (host=False) or for system RAM (host=True)."""
-    compute = _side(alloc.compute_buffers_mib, host) + (_side(alloc.output_buffers_mib, True) if host else 0)
-    return {"weights": _side(alloc.model_buffers_mib, host), "kv": _side(alloc.kv_buffers_mib, host),
-            "recurrent": _side(alloc.rs_buffers_mib, host), "compute": compute}
-
-
-def _card_name(alloc: Allocations) -> str:
-    names = [k for d in (alloc.model_buffers_mib, alloc.compute_buffers_mib) for k in d if not _is_host(k)]
-    return names[0] if names else "card"
+    @property
+    def devices(self) -> tuple[DeviceCheck, ...]:
+        return self.placements[0].devices if self.placements else ()
 
 
 def rows_to_verify(result: FitResult, given: bool) -> list[FitRow]:
-    label, _ = result.budgets[0]
+    label = result.budgets[0].label
     rows = result.rows_for(label, result.contexts[0])
     if given:  # the placements asked for, with the first cache types asked for
         return [r for r in rows if r.settings == rows[0].settings]
@@ -52,33 +91,23 @@ def rows_to_verify(result: FitResult, given: bool) -> list[FitRow]:
     return [best] if best else []
 
 
-def verify_fit(result: FitResult, session, *, given: bool = False) -> dict:
+def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerification:
     rows = rows_to_verify(result, given)
     if not rows:
-        label, n_ctx = result.budgets[0][0], result.contexts[0]
-        return {"ok": False, "error": f"nothing fits {label} at n_ctx {n_ctx}, so there is nothing to create",
-                "devices": []}
+        return FitVerification(error=f"nothing fits {result.budgets[0].label} at n_ctx {result.contexts[0]}, so "
+                                     "there is nothing to create")
     fitter = Fitter(session.geometry, session.weights, session.probe, reserve=session.reserve,
                     ram_mode=session.ram_mode)
     emulated = not session.gpu_build and not session.ram_mode
-    from ..llama.rpc import emulated_card
-
-    checks = []
     with (emulated_card() if emulated else nullcontext(None)) as endpoint:
-        for row in rows:
-            checks.append(_verify_row(row, fitter, session, result, endpoint))
-    return {"ok": all(c["ok"] for c in checks), "where": checks[0]["where"], "placements": checks,
-            "devices": checks[0]["devices"]}
+        return FitVerification(tuple(_verify_row(row, fitter, session, result, endpoint) for row in rows))
 
 
-def _verify_row(row: FitRow, fitter: Fitter, session, result: FitResult, endpoint: str | None) -> dict:
-    from ..render.fit import describe_placement
-
+def _verify_row(row: FitRow, fitter: Fitter, session, result: FitResult, endpoint: str | None) -> PlacementCheck:
     p = row.placement
     on_card = not session.ram_mode
-    job = {"job": "create", "path": session.verify_path, "settings": asdict(row.settings), "extra_bufts": False,
-           "dry_run_first": on_card, "n_threads": 2,
-           "n_gpu_layers": p.n_gpu_layers(result.n_layer_all) if on_card else 0, "n_cpu_moe": p.n_cpu_moe,
+    params = p.params(row.settings, result.n_layer_all).replace(repack=False, n_threads=2)
+    job = {"job": "create", "path": session.verify_path, "params": params.to_dict(), "dry_run_first": on_card,
            "rpc": endpoint}
     events: list[dict] = []
     outcome = run_child(job, events.append)
@@ -88,50 +117,29 @@ def _verify_row(row: FitRow, fitter: Fitter, session, result: FitResult, endpoin
     where = ("system RAM (--ram)" if session.ram_mode else "the GPU" if session.gpu_build
              else f"an emulated card (llama.cpp RPC device on {endpoint})")
     if "alloc" not in by_kind:
-        return {"ok": False, "what": what, "where": where, "devices": [],
-                "error": f"llama.cpp could not create the context: {outcome.failure}"}
+        return PlacementCheck(what, where, row.settings.n_ctx, error=f"llama.cpp could not create the context: "
+                                                                     f"{outcome.failure}", ram_mode=session.ram_mode)
     event = by_kind["alloc"]
     alloc = Allocations.from_dict(event["allocations"])
-    common = {"what": what, "where": where, "n_ctx": row.settings.n_ctx,
-              "rss_delta": event["rss_after_bytes"] - event["rss_before_bytes"],
-              "gpu_delta": (None if event.get("gpu_used_before_bytes") is None
-                            else event["gpu_used_after_bytes"] - event["gpu_used_before_bytes"])}
+    common = dict(what=what, where=where, n_ctx=row.settings.n_ctx,
+                  rss_delta=event["rss_after_bytes"] - event["rss_before_bytes"],
+                  gpu_delta=(None if event.get("gpu_used_before_bytes") is None
+                             else event["gpu_used_after_bytes"] - event["gpu_used_before_bytes"]),
+                  fit_compute_estimate=row.parts.compute, ram_mode=session.ram_mode)
     if session.ram_mode:
-        return common | _verify_ram(row, alloc)
+        parts = row.parts
+        predicted = DeviceParts(parts.weights, parts.kv, parts.recurrent, parts.compute)
+        allocated = DeviceParts(alloc.weights_bytes, alloc.kv_bytes, alloc.recurrent_bytes,
+                                alloc.compute_and_output_bytes)
+        tolerance = 2 * MIB + predicted.total // 200  # printed MiB rounding and file-mapping padding
+        device = DeviceCheck(HOST, predicted, allocated, tolerance, by_total=True)
+        return PlacementCheck(**common, devices=(device,), budget=row.budget_bytes, card_total=allocated.total)
     dry = Allocations.from_dict(by_kind["dry"]["allocations"])
+    card = (alloc.card_names or ("card",))[0]
     (card_kv, card_rec), (host_kv, host_rec) = fitter.cache_split(row.settings, p)
-    predicted = {
-        _card_name(alloc): {"weights": row.parts.weights, "kv": card_kv, "recurrent": card_rec,
-                            "compute": device_parts(dry, host=False)["compute"]},
-        "system RAM": {"weights": fitter.host_weights(p), "kv": host_kv, "recurrent": host_rec,
-                       "compute": device_parts(dry, host=True)["compute"]},
-    }
-    allocated = {name: device_parts(alloc, host=name == "system RAM") for name in predicted}
-    devices = []
-    for name in predicted:
-        parts_ok = {k: abs(allocated[name][k] - predicted[name][k]) <= EXACT_BYTES for k in PARTS}
-        devices.append({"name": name, "predicted": predicted[name], "allocated": allocated[name],
-                        "parts_ok": parts_ok, "ok": all(parts_ok.values())})
-    card = devices[0]
-    card_total = sum(card["allocated"].values())
-    return common | {
-        "devices": devices, "ok": all(d["ok"] for d in devices),
-        # the projector (--mmproj) is not created here: its share of the budget stays set aside
-        "fit_compute_estimate": row.parts.compute, "budget": row.budget_bytes - row.parts.reserve - row.parts.projector,
-        "card_total": card_total,
-        "within_budget": card_total <= row.budget_bytes - row.parts.reserve - row.parts.projector,
-    }
-
-
-def _verify_ram(row: FitRow, alloc: Allocations) -> dict:
-    p = row.parts
-    allocated = {"weights": alloc.weights_bytes, "kv": alloc.kv_bytes, "recurrent": alloc.recurrent_bytes,
-                 "compute": alloc.compute_and_output_bytes}
-    predicted = {"weights": p.weights, "kv": p.kv, "recurrent": p.recurrent, "compute": p.compute}
-    total_p, total_a = sum(predicted.values()), sum(allocated.values())
-    tolerance = 2 * MIB + total_p // 200  # printed MiB rounding and file-mapping padding
-    ok = abs(total_a - total_p) <= tolerance
-    return {"devices": [{"name": "system RAM", "predicted": predicted, "allocated": allocated, "ok": ok,
-                         "parts_ok": dict.fromkeys(PARTS, ok)}],
-            "ok": ok, "budget": row.budget_bytes, "card_total": total_a,
-            "within_budget": total_a <= row.budget_bytes, "fit_compute_estimate": p.compute}
+    predicted = {card: DeviceParts(row.parts.weights, card_kv, card_rec, dry.device(card).compute),
+                 HOST: DeviceParts(fitter.host_weights(p), host_kv, host_rec, dry.device(HOST).compute)}
+    devices = tuple(DeviceCheck(name, predicted[name], alloc.device(name)) for name in predicted)
+    # the projector (--mmproj) is not created here: its share of the budget stays set aside
+    return PlacementCheck(**common, devices=devices, budget=row.budget_bytes - row.parts.reserve - row.parts.projector,
+                          card_total=devices[0].allocated.total)

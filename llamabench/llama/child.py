@@ -13,9 +13,11 @@ import json
 import sys
 import time
 
-from .. import sysinfo
+from .. import serial, sysinfo
 from ..errors import LlamabenchError
-from ..footprint import CacheSettings
+from ..params import BenchTest, Params
+from .engine import DryRunModel, Session
+from .process import die_with_parent
 
 
 def emit(event: str, **data) -> None:
@@ -25,16 +27,12 @@ def emit(event: str, **data) -> None:
 
 def _create(job: dict):
     """Create the job's context and emit its "alloc" event; None (after a "failed" event) on failure."""
-    from .engine import Session
-
-    settings = CacheSettings(**job["settings"])
-    placement = {"n_gpu_layers": job.get("n_gpu_layers", 0), "n_cpu_moe": job.get("n_cpu_moe", 0), "rpc": job.get("rpc")}
+    params = Params.from_dict(job["params"])
+    rpc = job.get("rpc")
     if job.get("dry_run_first"):  # llama.cpp's own projection of the same placement, before the real thing
-        from .engine import DryRunModel
-
         try:
-            with DryRunModel(job["path"], **placement) as model:
-                emit("dry", allocations=model.context(settings).allocations.to_dict())
+            with DryRunModel(job["path"], params, rpc=rpc) as model:
+                emit("dry", allocations=model.context(params).allocations.to_dict())
         except LlamabenchError as exc:
             emit("failed", reason=str(exc))
             return None
@@ -42,11 +40,7 @@ def _create(job: dict):
     gpu_before = sysinfo.gpu_used_bytes()
     start = time.perf_counter()
     try:
-        from .engine import Threads
-
-        threads = Threads(**job["threads"]) if job.get("threads") else None
-        session = Session(job["path"], settings, n_threads=job.get("n_threads"),
-                          extra_bufts=job.get("extra_bufts", True), threads=threads, **placement)
+        session = Session(job["path"], params, rpc=rpc, threadpool=job["job"] == "bench")
     except LlamabenchError as exc:
         emit("failed", reason=str(exc))
         return None
@@ -64,17 +58,18 @@ def run_job(job: dict) -> None:
         return
     with session:
         if job["job"] == "bench":
-            measure_tests(session, job["tests"], job["repetitions"], emit)
+            tests = [serial.from_dict(BenchTest, t) for t in job["tests"]]
+            measure_tests(session, tests, job["repetitions"], emit)
 
 
-def measure_tests(session, tests: list[dict], repetitions: int, emit, *, refill: bool = False) -> None:
+def measure_tests(session, tests: list[BenchTest], repetitions: int, emit, *, refill: bool = False) -> None:
     """Fill the context once and measure the depths in increasing order.
 
     Before each test and each repetition the sequence is restored to the depth's snapshot, so every
     repetition starts at the same depth. `refill=True` instead clears the context and fills from
     zero for every depth, as llama-bench does (kept for benchmarks/depth_sweep.py).
     """
-    depths = sorted({t["depth"] for t in tests})
+    depths = sorted({t.depth for t in tests})
     snap = session.snapshot()
     for depth in depths:
         if refill:
@@ -95,17 +90,17 @@ def measure_tests(session, tests: list[dict], repetitions: int, emit, *, refill:
                 session.decode(need, on_chunk=on_chunk)
             except LlamabenchError as exc:
                 for t in tests:
-                    if t["depth"] >= depth:
-                        emit("test_failed", name=t["name"], reason=f"filling to depth {depth}: {exc}")
+                    if t.depth >= depth:
+                        emit("test_failed", name=t.name, reason=f"filling to depth {depth}: {exc}")
                 return
         snap = session.snapshot()
-        for t in (t for t in tests if t["depth"] == depth):
-            if depth + t["n_tokens"] > session.n_ctx:
-                emit("test_failed", name=t["name"],
-                     reason=f"depth {depth} + {t['n_tokens']} tokens exceeds n_ctx {session.n_ctx}")
+        for t in (t for t in tests if t.depth == depth):
+            if depth + t.n_tokens > session.n_ctx:
+                emit("test_failed", name=t.name,
+                     reason=f"depth {depth} + {t.n_tokens} tokens exceeds n_ctx {session.n_ctx}")
                 continue
-            run = session.decode if t["kind"] == "pp" else session.generate
-            warmup = min(session.n_batch, t["n_tokens"]) if t["kind"] == "pp" else 1
+            run = session.decode if t.kind == "pp" else session.generate
+            warmup = min(session.n_batch, t.n_tokens) if t.kind == "pp" else 1
             try:
                 session.restore(snap)
                 run(warmup)
@@ -113,34 +108,19 @@ def measure_tests(session, tests: list[dict], repetitions: int, emit, *, refill:
                 for _ in range(repetitions):
                     session.restore(snap)
                     t0 = time.perf_counter_ns()
-                    run(t["n_tokens"])
+                    run(t.n_tokens)
                     samples.append(time.perf_counter_ns() - t0)
             except LlamabenchError as exc:
-                emit("test_failed", name=t["name"], reason=str(exc))
+                emit("test_failed", name=t.name, reason=str(exc))
                 continue
-            emit("test", name=t["name"], samples_ns=samples)
+            emit("test", name=t.name, samples_ns=samples)
         session.restore(snap)
-
-
-def die_with_parent() -> None:
-    """Linux: end this child when its parent dies (it runs in a session of its own)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        try:
-            ctypes.CDLL("libc.so.6").prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-        except OSError:
-            pass
 
 
 def serve_dry_runs(job: dict) -> None:
     """Load once with no_alloc, then answer one dry-run context per settings line on stdin until EOF."""
-    from .engine import DryRunModel
-
     try:
-        model = DryRunModel(job["path"], n_gpu_layers=job.get("n_gpu_layers", 0), n_cpu_moe=job.get("n_cpu_moe", 0),
-                            rpc=job.get("rpc"))
+        model = DryRunModel(job["path"], Params.from_dict(job["params"]), rpc=job.get("rpc"))
     except LlamabenchError as exc:
         emit("failed", reason=str(exc))
         return
@@ -150,7 +130,7 @@ def serve_dry_runs(job: dict) -> None:
             if not line.strip():
                 continue
             try:
-                dry = model.context(CacheSettings(**json.loads(line)))
+                dry = model.context(Params.from_dict(json.loads(line)))
             except LlamabenchError as exc:
                 emit("dry_failed", reason=str(exc))
                 continue

@@ -10,11 +10,12 @@ import os
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from .. import cache_types
-from .alloc_log import Allocations, parse_allocations
+from ..allocations import Allocations, parse_allocations
 from ..errors import EngineError
-from ..footprint import CacheSettings
+from ..params import Params
 
 _lock = threading.Lock()
 _buffer: list[str] | None = None
@@ -30,10 +31,8 @@ def _llama():
     return llama_cpp
 
 
-def lib_path(name: str):
+def lib_path(name: str) -> Path:
     """A shared library llama-cpp-python ships (libggml-cpu.so, libggml-rpc.so...)."""
-    from pathlib import Path
-
     return Path(_llama().__file__).parent / "lib" / f"lib{name}.so"
 
 
@@ -84,10 +83,6 @@ def captured_log():
 
 def llama_cpp_version() -> str:
     return _llama().__version__
-
-
-def system_info() -> str:
-    return _llama().llama_print_system_info().decode("utf-8", errors="replace").strip()
 
 
 GGML_BACKEND_DEVICE_TYPE_GPU = 1  # ggml-backend.h: CPU 0, GPU 1, IGPU 2, ACCEL 3
@@ -157,13 +152,14 @@ def _rpc_device(endpoint: str) -> int:
     return _rpc_devices[endpoint]
 
 
-def _model_params(*, n_gpu_layers: int, no_alloc: bool, extra_bufts: bool = True, n_cpu_moe: int = 0,
-                  rpc: str | None = None):
+def _model_params(p: Params, *, no_alloc: bool, rpc: str | None = None):
     """llama_model_params, and the ctypes objects it points into (keep them alive until the load ends)."""
     lc = _llama()
     params = lc.llama_model_default_params()
-    params.n_gpu_layers = n_gpu_layers
-    params.use_extra_bufts = extra_bufts  # off: no repacked second copy of the weights (AMX, CPU_REPACK)
+    params.n_gpu_layers = p.n_gpu_layers
+    # off: no repacked second copy of the weights (AMX, CPU_REPACK); an RPC dry run never repacks
+    params.use_extra_bufts = p.repack and not (no_alloc and rpc)
+    n_cpu_moe = p.n_cpu_moe
     keep: list = []
     if rpc:
         devices = (ctypes.c_void_p * 2)(_rpc_device(rpc), None)
@@ -184,7 +180,7 @@ def _model_params(*, n_gpu_layers: int, no_alloc: bool, extra_bufts: bool = True
     return params, keep
 
 
-def _context_params(settings: CacheSettings, *, n_threads: int | None = None):
+def _context_params(settings: Params):
     lc = _llama()
     params = lc.llama_context_default_params()
     params.n_ctx = settings.n_ctx
@@ -198,7 +194,7 @@ def _context_params(settings: CacheSettings, *, n_threads: int | None = None):
     params.swa_full = settings.swa_full
     params.kv_unified = settings.kv_unified
     params.no_perf = True
-    threads = n_threads or max(1, os.cpu_count() or 1)
+    threads = settings.n_threads or max(1, os.cpu_count() or 1)
     params.n_threads = threads
     params.n_threads_batch = threads
     return params
@@ -225,17 +221,6 @@ class _ThreadpoolParams(ctypes.Structure):  # struct ggml_threadpool_params (ggm
                 ("poll", ctypes.c_uint32), ("strict_cpu", ctypes.c_bool), ("paused", ctypes.c_bool)]
 
 
-@dataclass(frozen=True)
-class Threads:
-    """The CPU threadpool llama-bench attaches to every context (its -t, --poll, --prio, --cpu-mask, --cpu-strict)."""
-
-    n_threads: int
-    poll: int = 50  # 0 no polling .. 100 aggressive; llama-bench's default 50
-    prio: int = 0  # -1 low, 0 normal, 1 medium, 2 high, 3 realtime
-    cpu_mask: str = "0x0"  # hex, as llama-bench; 0 keeps the default affinity
-    cpu_strict: bool = False
-
-
 def parse_cpu_mask(mask: str) -> list[bool]:
     """common/common.cpp parse_cpu_mask: hex digits, lowest bit = CPU 0, '0x' optional."""
     digits = mask[2:] if mask.lower().startswith("0x") else mask
@@ -249,7 +234,7 @@ def parse_cpu_mask(mask: str) -> list[bool]:
     return bits
 
 
-def _threadpool(threads: Threads):
+def _threadpool(threads: Params):
     """ggml_threadpool_new with llama-bench's settings; the caller frees it after the context."""
     base, cpu = ggml_lib("ggml-base"), ggml_lib("ggml-cpu")
     base.ggml_threadpool_params_init.argtypes = [ctypes.POINTER(_ThreadpoolParams), ctypes.c_int]
@@ -257,14 +242,15 @@ def _threadpool(threads: Threads):
     cpu.ggml_threadpool_new.restype = ctypes.c_void_p
     cpu.ggml_threadpool_free.argtypes = [ctypes.c_void_p]
     params = _ThreadpoolParams()
-    base.ggml_threadpool_params_init(ctypes.byref(params), threads.n_threads)
+    n_threads = threads.n_threads or max(1, os.cpu_count() or 1)
+    base.ggml_threadpool_params_init(ctypes.byref(params), n_threads)
     mask = parse_cpu_mask(threads.cpu_mask)
     for i, bit in enumerate(mask):
         params.cpumask[i] = bit
     params.strict_cpu, params.poll, params.prio = threads.cpu_strict, threads.poll, threads.prio
     pool = cpu.ggml_threadpool_new(ctypes.byref(params))
     if not pool:
-        raise EngineError(f"ggml could not create a threadpool of {threads.n_threads} threads")
+        raise EngineError(f"ggml could not create a threadpool of {n_threads} threads")
     return pool, cpu.ggml_threadpool_free
 
 
@@ -294,22 +280,15 @@ class DryRun:
     log: str
 
 
-def dry_run_many(path: str, settings_list: list[CacheSettings], *, n_gpu_layers: int = 0) -> list[DryRun]:
-    """One no_alloc model load, then one dry-run context per settings (in order)."""
-    with DryRunModel(path, n_gpu_layers=n_gpu_layers) as model:
-        return [model.context(settings) for settings in settings_list]
-
-
 class DryRunModel(_Closing):
     """A model loaded with no_alloc, for many dry-run contexts (about 0.1 s each)."""
 
-    def __init__(self, path: str, *, n_gpu_layers: int = 0, n_cpu_moe: int = 0, rpc: str | None = None):
+    def __init__(self, path: str, placement: Params = Params(), *, rpc: str | None = None):
         lc = _llama()
         self._lc = lc
         self.path = path
         with captured_log() as lines:
-            params, _keep = _model_params(n_gpu_layers=n_gpu_layers, no_alloc=True, n_cpu_moe=n_cpu_moe, rpc=rpc,
-                                          extra_bufts=not rpc)
+            params, _keep = _model_params(placement, no_alloc=True, rpc=rpc)
             self._model = lc.llama_model_load_from_file(os.fsencode(path), params)
             if not self._model:
                 raise EngineError(f"{path}: llama.cpp could not load the model ({_reason(lines, 'no reason logged')})")
@@ -317,7 +296,7 @@ class DryRunModel(_Closing):
         self.size = int(lc.llama_model_size(self._model))
         self.n_params = int(lc.llama_model_n_params(self._model))
 
-    def context(self, settings: CacheSettings) -> DryRun:
+    def context(self, settings: Params) -> DryRun:
         lc = self._lc
         with captured_log() as lines:
             ctx = lc.llama_init_from_model(self._model, _context_params(settings))
@@ -336,40 +315,29 @@ class DryRunModel(_Closing):
             self._model = None
 
 
-def smoke_decode(path: str, *, n_ctx: int = 512, n_tokens: int = 8, settings: CacheSettings | None = None) -> int:
-    """Load for real, create a context, decode a short prompt and one more token; returns tokens decoded."""
-    settings = settings or CacheSettings(n_ctx=n_ctx, n_batch=n_ctx, n_ubatch=min(512, n_ctx))
-    with Session(path, settings, n_threads=2) as session:
-        session.decode(n_tokens)
-        session.generate(1)
-        return session.position
-
-
 class Session(_Closing):
     """A real model and context (weights loaded, KV allocated), for timed decoding in this process."""
 
-    def __init__(self, path: str, settings: CacheSettings, *, n_gpu_layers: int = 0, n_threads: int | None = None,
-                 extra_bufts: bool = True, n_cpu_moe: int = 0, rpc: str | None = None, threads: Threads | None = None):
+    def __init__(self, path: str, settings: Params, *, rpc: str | None = None, threadpool: bool = False):
         lc = _llama()
         self._lc = lc
         self.settings = settings
         self._model = None
         self._ctx = None
         with captured_log() as lines:
-            params, _keep = _model_params(n_gpu_layers=n_gpu_layers, no_alloc=False, extra_bufts=extra_bufts,
-                                          n_cpu_moe=n_cpu_moe, rpc=rpc)
+            params, _keep = _model_params(settings, no_alloc=False, rpc=rpc)
             self._model = lc.llama_model_load_from_file(os.fsencode(path), params)
             if not self._model:
                 raise EngineError(f"llama.cpp could not load {path} ({_reason(lines, 'no reason logged')})")
-            self._ctx = lc.llama_init_from_model(self._model, _context_params(settings, n_threads=n_threads))
+            self._ctx = lc.llama_init_from_model(self._model, _context_params(settings))
             if not self._ctx:
                 reason = _reason(lines, "no reason logged")
                 self.close()
                 raise EngineError(f"llama.cpp could not create the context: {reason}")
             self.log = "".join(lines)
         self._threadpool = None
-        if threads is not None:  # as llama-bench: one threadpool, attached for decode and batch
-            self._threadpool, self._free_threadpool = _threadpool(threads)
+        if threadpool:  # as llama-bench: one threadpool, attached for decode and batch
+            self._threadpool, self._free_threadpool = _threadpool(settings)
             lib = lc.llama_cpp._lib
             lib.llama_attach_threadpool.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
             lib.llama_attach_threadpool(self._ctx, self._threadpool, None)

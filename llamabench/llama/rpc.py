@@ -9,8 +9,6 @@ its pid when done, also on failure (it may ignore SIGTERM: SIGKILL follows a sho
 from __future__ import annotations
 
 import ctypes
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -18,20 +16,18 @@ import time
 from contextlib import contextmanager
 
 from ..errors import EngineError
+from .engine import ggml_lib, lib_path
+from .process import die_with_parent, stop_group
 
 GGML_BACKEND_DEVICE_TYPE_CPU = 0
 
 
 def available() -> bool:
-    from .engine import lib_path
-
     return lib_path("ggml-rpc").exists()
 
 
 def serve(port: int, n_threads: int) -> None:
     """Blocks serving the CPU device on 127.0.0.1:port (call in a process of its own)."""
-    from .engine import ggml_lib
-
     ggml, rpc = ggml_lib("ggml"), ggml_lib("ggml-rpc")
     ggml.ggml_backend_dev_by_type.argtypes = [ctypes.c_int]
     ggml.ggml_backend_dev_by_type.restype = ctypes.c_void_p
@@ -56,20 +52,6 @@ def _accepts(port: int) -> bool:
         return False
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM, a short wait, then SIGKILL: the RPC server may ignore SIGTERM."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=1)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    except ProcessLookupError:
-        pass
-
-
 @contextmanager
 def emulated_card(n_threads: int = 1, timeout_s: float = 30.0):
     """Start an RPC server on a free port of 127.0.0.1; yields its endpoint "127.0.0.1:PORT"."""
@@ -90,12 +72,10 @@ def emulated_card(n_threads: int = 1, timeout_s: float = 30.0):
             time.sleep(0.05)
         yield f"127.0.0.1:{port}"
     finally:
-        stop(proc)
+        stop_group(proc, grace_s=1.0)
 
 
 def main() -> int:
-    from .child import die_with_parent
-
     die_with_parent()
     serve(int(sys.argv[1]), int(sys.argv[2]))
     return 0

@@ -14,6 +14,12 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
+from .. import sysinfo
+from ..allocations import Allocations
+from ..errors import EngineError, UsageError
+from ..params import Params
+from .process import stop_group
+
 
 @dataclass(frozen=True)
 class ChildExit:
@@ -40,14 +46,6 @@ def _start() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "llamabench.llama.child"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
-
-
-def _kill(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait()
 
 
 def last_error_line(stderr: str) -> str | None:
@@ -88,7 +86,7 @@ def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
                 on_event(event)
         proc.wait()
     except BaseException:  # Ctrl-C, or an error in on_event: never leave the child behind
-        _kill(proc)
+        stop_group(proc)
         raise
     stderr = proc.stderr.read() if proc.stderr else ""
     if failure is None and proc.returncode != 0:
@@ -102,9 +100,6 @@ CELL_BOOKKEEPING_BYTES = 64  # llama.cpp's per-cell KV metadata, allocated even 
 
 def check_dry_run_memory(n_ctx: int) -> None:
     """A dry run allocates llama.cpp's cell bookkeeping for real: refuse what this machine cannot hold."""
-    from .. import sysinfo
-    from ..errors import UsageError
-
     need = n_ctx * CELL_BOOKKEEPING_BYTES
     available = sysinfo.available_ram_bytes()
     if need > available // 2:
@@ -116,7 +111,7 @@ def check_dry_run_memory(n_ctx: int) -> None:
 class DryRunSizes:
     """llama.cpp's sizes for one context from a no_alloc dry run (see engine.DryRun)."""
 
-    allocations: "Allocations"  # noqa: F821
+    allocations: Allocations
     n_ctx: int
     n_ctx_seq: int
     n_seq_max: int
@@ -129,10 +124,10 @@ class DryRunChild:
     EngineError naming the file, the signal and llama.cpp's last error line.
     """
 
-    def __init__(self, path: str, *, n_gpu_layers: int = 0, n_cpu_moe: int = 0, rpc: str | None = None):
+    def __init__(self, path: str, placement: Params = Params(), *, rpc: str | None = None):
         self.path = path
         self.proc = _start()
-        self._send({"job": "dry_runs", "path": path, "n_gpu_layers": n_gpu_layers, "n_cpu_moe": n_cpu_moe, "rpc": rpc})
+        self._send({"job": "dry_runs", "path": path, "params": placement.to_dict(), "rpc": rpc})
         event = self._next()
         self.model_size_bytes, self.n_params = event["model_size_bytes"], event["n_params"]
 
@@ -144,8 +139,6 @@ class DryRunChild:
             pass  # it died (or was closed): _next says how
 
     def _next(self) -> dict:
-        from ..errors import EngineError
-
         for event in events(self.proc.stdout):
             if event.get("event") == "failed":
                 self.close()
@@ -158,14 +151,9 @@ class DryRunChild:
         raise EngineError(f"{self.path}: llama.cpp's process {signal_name(self.proc.returncode)}"
                           + (f": {said}" if said else ""))
 
-    def context(self, settings) -> DryRunSizes:
-        from dataclasses import asdict
-
-        from ..errors import EngineError
-        from .alloc_log import Allocations
-
+    def context(self, settings: Params) -> DryRunSizes:
         check_dry_run_memory(settings.n_ctx)
-        self._send(asdict(settings))
+        self._send(settings.to_dict())
         try:
             event = self._next()
         except EngineError:
@@ -182,7 +170,7 @@ class DryRunChild:
                 self.proc.stdin.close()
                 self.proc.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
-                _kill(self.proc)
+                stop_group(self.proc)
 
     def __enter__(self) -> "DryRunChild":
         return self
@@ -191,6 +179,7 @@ class DryRunChild:
         self.close()
 
 
-def dry_runs(path: str, settings_list: list, **placement) -> list[DryRunSizes]:
-    with DryRunChild(path, **placement) as child:
+def dry_runs(path: str, settings_list: list[Params], placement: Params = Params(), *,
+             rpc: str | None = None) -> list[DryRunSizes]:
+    with DryRunChild(path, placement, rpc=rpc) as child:
         return [child.context(s) for s in settings_list]

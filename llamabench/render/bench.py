@@ -1,76 +1,86 @@
-"""Tables from bench records, as llama-bench prints them. Derived from records; runs nothing."""
+"""Bench records as llama-bench prints them: one field list for the speed table, the memory table and CSV."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
-
 from ..results.records import BenchRecord
-from ..units import GIB, MIB
-from .table import render_markdown
+from ..units import GIB
+from .fields import Field, fixed2, mib, table
 
-TS_HEADERS = ["model", "size", "params", "backend", "ngl", "threads", "n_ctx", "type_k", "type_v", "fa", "test", "t/s"]
-TS_ALIGN = "lrrlrrrlllrr"
-MEMORY_HEADERS = ["n_ctx", "type_k", "type_v", "fa", "KV theory MiB", "KV llama.cpp MiB", "recurrent theory MiB",
-                  "recurrent llama.cpp MiB", "compute MiB", "RSS delta MiB", "theory vs llama.cpp"]
-MEMORY_ALIGN = "rlllrrrrrrl"
+SPEED, MEMORY = frozenset({"speed"}), frozenset({"memory"})
+NONE: frozenset[str] = frozenset()
 
 
-def ts_rows(records: list[BenchRecord], *, with_series: bool = False) -> list[list[str]]:
-    rows = []
-    for r in records:
-        p, m = r.params, r.model
-        size = f"{m.size_bytes / GIB:.2f} GiB" if m.size_bytes else "-"
-        params = f"{m.n_params / 1e6:.2f} M" if m.n_params else "-"
-        ts = f"{r.avg_ts:.2f} ± {r.stddev_ts:.2f}" if r.ok else "failed: " + (r.reason or "")[:80]
-        row = [m.label + (" (twin)" if m.is_twin else ""), size, params, r.backend, str(p["n_gpu_layers"]),
-               str(p["n_threads"]), str(p["n_ctx"]), p["type_k"], p["type_v"], "1" if p["flash_attn"] else "0",
-               r.test, ts]
-        rows.append(([r.series] if with_series else []) + row)
-    return rows
+def _ts(r: BenchRecord) -> str:
+    return f"{r.avg_ts:.2f} ± {r.stddev_ts:.2f}" if r.ok else "failed: " + (r.reason or "")[:80]
 
 
-def memory_rows(records: list[BenchRecord]) -> list[list[str]]:
-    """One row per cell and machine: theory against llama.cpp's allocation, and the process RSS."""
+def _verdict(r: BenchRecord) -> str:
+    if r.kv_match is None:
+        return "failed: " + (r.reason or r.theory_error or "")[:60]
+    return "match" if r.kv_match and r.recurrent_match else "MISMATCH"
+
+
+FIELDS: tuple[Field, ...] = (
+    Field("model", "model", lambda r: r.model.label + (" (twin)" if r.model.is_twin else ""), views=SPEED),
+    Field("model_size_bytes", "size", lambda r: r.model.size_bytes, lambda v: f"{v / GIB:.2f} GiB", "r", SPEED),
+    Field("model_n_params", "params", lambda r: r.model.n_params, lambda v: f"{v / 1e6:.2f} M", "r", SPEED),
+    Field("backend", "backend", lambda r: r.backend, views=SPEED),
+    Field("n_gpu_layers", "ngl", lambda r: r.params.n_gpu_layers, align="r", views=SPEED),
+    Field("n_threads", "threads", lambda r: r.params.n_threads, align="r", views=SPEED),
+    Field("n_ctx", "n_ctx", lambda r: r.params.n_ctx, align="r", views=SPEED | MEMORY),
+    Field("type_k", "type_k", lambda r: r.params.type_k, views=SPEED | MEMORY),
+    Field("type_v", "type_v", lambda r: r.params.type_v, views=SPEED | MEMORY),
+    Field("flash_attn", "fa", lambda r: int(r.params.flash_attn), align="r", views=SPEED | MEMORY),
+    Field("n_batch", "n_batch", lambda r: r.params.n_batch, views=NONE),
+    Field("n_ubatch", "n_ubatch", lambda r: r.params.n_ubatch, views=NONE),
+    Field("n_cpu_moe", "n_cpu_moe", lambda r: r.params.n_cpu_moe, views=NONE),
+    Field("repack", "repack", lambda r: int(r.params.repack), views=NONE),
+    Field("test", "test", lambda r: r.test.name, views=SPEED),
+    Field("depth", "depth", lambda r: r.test.depth, views=NONE),
+    Field("t_s", "t/s", _ts, align="r", views=SPEED),
+    Field("status", "status", lambda r: r.status, views=NONE),
+    Field("avg_ts", "avg t/s", lambda r: r.avg_ts, fixed2, "r", NONE),
+    Field("stddev_ts", "stddev t/s", lambda r: r.stddev_ts, fixed2, "r", NONE),
+    Field("kv_theory_bytes", "KV theory MiB", lambda r: r.footprint.kv_bytes if r.footprint else None, mib, "r",
+          MEMORY),
+    Field("kv_llama_cpp_mib", "KV llama.cpp MiB", lambda r: r.allocations.kv_mib if r.allocations else None, fixed2,
+          "r", MEMORY),
+    Field("recurrent_theory_bytes", "recurrent theory MiB",
+          lambda r: r.footprint.recurrent_state_bytes if r.footprint else None, mib, "r", MEMORY),
+    Field("recurrent_llama_cpp_mib", "recurrent llama.cpp MiB",
+          lambda r: r.allocations.recurrent_mib if r.allocations else None, fixed2, "r", MEMORY),
+    Field("compute_llama_cpp_mib", "compute MiB", lambda r: r.allocations.compute_mib if r.allocations else None,
+          fixed2, "r", MEMORY),
+    Field("rss_delta_bytes", "RSS delta MiB", lambda r: r.memory.rss_delta_bytes if r.memory else None, mib, "r",
+          MEMORY),
+    Field("gpu_delta_bytes", "GPU delta MiB", lambda r: r.memory.gpu_delta_bytes if r.memory else None, mib, "r",
+          NONE),
+    Field("theory_vs_llama_cpp", "theory vs llama.cpp", _verdict, views=MEMORY),
+    Field("bytes_per_token", "bytes/token", lambda r: r.roofline.bytes_per_token if r.roofline else None, views=NONE),
+    Field("mbu", "MBU", lambda r: r.roofline.mbu if r.roofline else None, views=NONE),
+    Field("reason", "reason", lambda r: r.reason, views=NONE),
+)
+SERIES = Field("machine", "machine", lambda r: r.series)
+
+
+def speed_table(records: list[BenchRecord], fmt: str, *, with_series: bool = False) -> str:
+    return table(records, FIELDS, fmt, view_name="speed", lead=(SERIES,) if with_series else ())
+
+
+def memory_table(records: list[BenchRecord], fmt: str) -> str:
+    """One row per configuration and machine: theory against llama.cpp's allocation, and the process RSS."""
     seen: dict[tuple, BenchRecord] = {}
     for r in records:
-        key = (r.key.split("|")[0], r.series)
-        if key not in seen or seen[key].diff is None:
+        key = (r.params, r.series)
+        if key not in seen or seen[key].allocations is None:
             seen[key] = r
-    rows = []
-    mib = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
-    for r in seen.values():
-        p, diff, mem = r.params, r.diff, r.memory
-        compute = r.allocations.compute_mib if r.allocations else None
-        rows.append([
-            str(p["n_ctx"]), p["type_k"], p["type_v"], "1" if p["flash_attn"] else "0",
-            mib(diff["kv_mib_theory"]) if diff else "-", mib(diff["kv_mib_llama_cpp"]) if diff else "-",
-            mib(diff["recurrent_mib_theory"]) if diff else "-", mib(diff["recurrent_mib_llama_cpp"]) if diff else "-",
-            mib(compute), mib(mem["rss_delta_bytes"] / MIB) if mem else "-",
-            ("match" if diff["kv_match"] and diff["recurrent_match"] else "MISMATCH") if diff else
-            ("failed: " + (r.reason or "")[:60]),
-        ])
-    return rows
+    return table(seen.values(), FIELDS, fmt, view_name="memory")
 
 
 def render(records: list[BenchRecord], fmt: str) -> str:
-    if fmt == "jsonl":
-        return "\n".join(json.dumps(r.to_dict(), default=str) for r in records)
-    if fmt == "json":
-        return json.dumps([r.to_dict() for r in records], indent=2, default=str)
+    """`bench -o FORMAT`: text and md give both tables, csv every field of every record."""
     if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.writer(out)
-        writer.writerow(["model", "n_ctx", "type_k", "type_v", "flash_attn", "n_gpu_layers", "n_threads", "test",
-                         "status", "avg_ts", "stddev_ts", "kv_mib_llama_cpp", "kv_mib_theory", "rss_delta_bytes", "reason"])
-        for r in records:
-            p, d, m = r.params, r.diff or {}, r.memory or {}
-            writer.writerow([r.model.label, p["n_ctx"], p["type_k"], p["type_v"], int(p["flash_attn"]),
-                             p["n_gpu_layers"], p["n_threads"], r.test, r.status, r.avg_ts, r.stddev_ts,
-                             d.get("kv_mib_llama_cpp"), d.get("kv_mib_theory"), m.get("rss_delta_bytes"), r.reason])
-        return out.getvalue().rstrip("\n")
-    ts = render_markdown(TS_HEADERS, ts_rows(records), align=TS_ALIGN)
-    memory = render_markdown(MEMORY_HEADERS, memory_rows(records), align=MEMORY_ALIGN)
-    return (ts + "\n\nt/s: mean ± sample standard deviation over the repetitions (measured).\n\n"
-            + memory + "\n\ntheory: computed from the GGUF; llama.cpp: its allocation log lines (measured).")
+        return table(records, FIELDS, "csv")
+    return (speed_table(records, fmt) + "\n\nt/s: mean ± sample standard deviation over the repetitions (measured).\n\n"
+            + memory_table(records, fmt) + "\n\ntheory: computed from the GGUF; llama.cpp: its allocation log lines "
+            "(measured).")

@@ -1,36 +1,17 @@
-"""The fit verdict in words: placement names, the llama-server / Llama() advice, text and markdown tables.
+"""The fit verdict in words: one field list for its rows (text, markdown, CSV), the advice, the verification.
 
 Shared by `llamabench fit` and `llamabench report`; prose about a fit lives here only.
 """
 
 from __future__ import annotations
 
-from ..cache_types import ggml_type_id
+from ..allocations import PARTS
+from ..fit.advice import describe_placement, llama_server_command, python_call
 from ..fit.result import FitResult
-from ..fit.search import FitRow, Placement, PlacementKind, recommend
+from ..fit.search import FitRow, recommend
+from ..fit.verify import FitVerification
 from ..units import GIB, MIB
-from .table import render_markdown, render_table
-
-HEADERS = ["K/V", "placement", "weights", "KV", "recurrent", "compute", "reserve", "total", "fits", "max n_ctx"]
-ALIGN = "llrrrrrrlr"
-
-
-def describe_placement(p: Placement, n_layer_all: int) -> str:
-    if p.kind is PlacementKind.ALL:
-        return "all layers on the card"
-    if p.kind is PlacementKind.RAM:
-        return "everything in system RAM"
-    if p.kind is PlacementKind.N_CPU_MOE:
-        return f"experts of layers 0-{p.value - 1} in RAM (--n-cpu-moe {p.value})"
-    if p.value > n_layer_all:
-        return f"all {n_layer_all + 1} layers on the card (-ngl {p.value})"
-    return f"{p.value} of {n_layer_all + 1} layers on the card (-ngl {p.value})"
-
-
-def short_placement(p: Placement) -> str:
-    """For plot labels: the flag alone."""
-    return {PlacementKind.ALL: "all on card", PlacementKind.RAM: "all in RAM",
-            PlacementKind.N_CPU_MOE: f"--n-cpu-moe {p.value}", PlacementKind.NGL: f"-ngl {p.value}"}[p.kind]
+from .fields import Field, table
 
 
 def _gib(n: int) -> str:
@@ -44,44 +25,30 @@ def fits_text(row: FitRow) -> str:
     return f"no (-{_gib(short)})" if short >= GIB // 100 else f"no (-{short / MIB:.2f} MiB)"
 
 
-def llama_cpp_command(result: FitResult, row: FitRow) -> str:
-    s, p = row.settings, row.placement
-    ngl = "99" if p.kind in (PlacementKind.ALL, PlacementKind.N_CPU_MOE) else str(p.value)
-    cmd = f"llama-server -m {result.model_hint} -c {s.n_ctx} -ngl {ngl} -fa {'on' if s.flash_attn else 'off'}"
-    cmd += f" -ctk {s.type_k} -ctv {s.type_v}"
-    if p.kind is PlacementKind.N_CPU_MOE:
-        cmd += f" --n-cpu-moe {p.value}"
-    return " ".join([cmd, *result.server_args])
+def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
+    """The columns of a fit table; the mmproj column only where a projector is on the card (CSV: always)."""
+    mm = frozenset({"table"}) if projector else frozenset()
+    return (
+        Field("budget", "card", lambda r: r.budget_label, views=frozenset()),
+        Field("budget_bytes", "budget", lambda r: r.budget_bytes, views=frozenset()),
+        Field("n_ctx", "n_ctx", lambda r: r.settings.n_ctx, views=frozenset()),
+        Field("cache_types", "K/V", lambda r: f"{r.settings.type_k}/{r.settings.type_v}"),
+        Field("placement", "placement", lambda r: describe_placement(r.placement, result.n_layer_all)),
+        Field("weights_bytes", "weights", lambda r: r.parts.weights, _gib, "r"),
+        Field("kv_bytes", "KV", lambda r: r.parts.kv, _gib, "r"),
+        Field("recurrent_bytes", "recurrent", lambda r: r.parts.recurrent, _gib, "r"),
+        Field("compute_bytes", "compute", lambda r: r.parts.compute, _gib, "r"),
+        Field("reserve_bytes", "reserve", lambda r: r.parts.reserve, _gib, "r"),
+        Field("projector_bytes", "mmproj", lambda r: r.parts.projector, _gib, "r", mm),
+        Field("total_bytes", "total", lambda r: r.parts.total, _gib, "r"),
+        Field("fits", "fits", fits_text),
+        Field("max_n_ctx", "max n_ctx", lambda r: r.max_n_ctx or "none", align="r"),
+        Field("llama_server", "llama-server", lambda r: llama_server_command(result, r), views=frozenset()),
+    )
 
 
-def python_call(result: FitResult, row: FitRow) -> str:
-    if row.placement.kind is PlacementKind.N_CPU_MOE:
-        # Llama() has no tensor buffer overrides, so it cannot keep experts in RAM: offer the -ngl row
-        alt = [x for x in result.rows if x.budget_label == row.budget_label and x.settings == row.settings
-               and x.placement.kind is PlacementKind.NGL and x.fits]
-        if not alt:
-            return "# llama_cpp.Llama() cannot keep experts in RAM (no tensor buffer overrides): use llama-server"
-        return python_call(result, alt[0]) + "  # Llama() cannot keep experts in RAM: fewer layers on the card instead"
-    s, p = row.settings, row.placement
-    ngl = {PlacementKind.ALL: "-1", PlacementKind.RAM: "0"}.get(p.kind, str(p.value))
-    return (f'llama_cpp.Llama(model_path="{result.model_hint}", n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
-            f"flash_attn={s.flash_attn}, type_k={ggml_type_id(s.type_k)}, type_v={ggml_type_id(s.type_v)}, "
-            f"swa_full=False)")
-
-
-def _columns(rows: list[FitRow]) -> tuple[list[str], str]:
-    """The table's headers: an mmproj column only when a projector is on the card."""
-    if any(r.parts.projector for r in rows):
-        return HEADERS[:7] + ["mmproj"] + HEADERS[7:], ALIGN[:7] + "r" + ALIGN[7:]
-    return HEADERS, ALIGN
-
-
-def _table_rows(result: FitResult, rows: list[FitRow]) -> list[list[str]]:
-    projector = any(r.parts.projector for r in rows)
-    return [[f"{r.settings.type_k}/{r.settings.type_v}", describe_placement(r.placement, result.n_layer_all),
-             _gib(r.parts.weights), _gib(r.parts.kv), _gib(r.parts.recurrent), _gib(r.parts.compute),
-             _gib(r.parts.reserve)] + ([_gib(r.parts.projector)] if projector else [])
-            + [_gib(r.parts.total), fits_text(r), str(r.max_n_ctx) if r.max_n_ctx else "none"] for r in rows]
+def _rows_table(result: FitResult, rows: list[FitRow], fmt: str) -> str:
+    return table(rows, row_fields(result, projector=any(r.parts.projector for r in rows)), fmt)
 
 
 def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
@@ -89,7 +56,7 @@ def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
     if best:
         return [f"-> fits with {best.settings.type_k}/{best.settings.type_v} KV, "
                 f"{describe_placement(best.placement, result.n_layer_all)}:",
-                f"   {llama_cpp_command(result, best)}", f"   {python_call(result, best)}"]
+                f"   {llama_server_command(result, best)}", f"   {python_call(result, best)}"]
     closest = min(rows, key=lambda r: r.short_by)
     largest = max((r.max_n_ctx for r in rows), default=0)
     return [f"-> nothing fits: closest is {closest.settings.type_k}/{closest.settings.type_v} KV, "
@@ -97,73 +64,77 @@ def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
             f"largest context that fits: {largest or 'none'}"]
 
 
-def render_text(result: FitResult) -> str:
+def _groups(result: FitResult):
+    for budget in result.budgets:
+        for n_ctx in result.contexts:
+            rows = result.rows_for(budget.label, n_ctx)
+            if rows:
+                yield budget, n_ctx, rows
+
+
+def render_text(result: FitResult, fmt: str = "text") -> str:
+    if fmt == "csv":
+        return table(result.rows, row_fields(result, projector=True), "csv")
     out = [f"{result.model_name} ({result.architecture}): fit at n_ctx {', '.join(map(str, result.contexts))}"
            + (f"; trained context {result.n_ctx_train:,}" if result.n_ctx_train else "")]
     out += [f"  {k:<10} {v}" for k, v in result.basis.items()]
-    for label, budget in result.budgets:
-        for n_ctx in result.contexts:
-            rows = result.rows_for(label, n_ctx)
-            if not rows:
-                continue
-            out.append("")
-            out.append(f"{label} (budget {_gib(budget)} GiB) at n_ctx {n_ctx}, flash attention "
-                       f"{'on' if rows[0].settings.flash_attn else 'off'}; parts in GiB")
-            headers, align = _columns(rows)
-            out.append(render_table(headers, _table_rows(result, rows), align=align))
-            out += _verdict(result, rows)
+    for budget, n_ctx, rows in _groups(result):
+        out.append("")
+        out.append(f"{budget.label} (budget {_gib(budget.bytes)} GiB) at n_ctx {n_ctx}, flash attention "
+                   f"{'on' if rows[0].settings.flash_attn else 'off'}; parts in GiB")
+        out.append(_rows_table(result, rows, fmt))
+        out += _verdict(result, rows)
     out += [""] + [f"note: {n}" for n in result.notes]
     out.append(f"({len(result.rows)} rows in {result.seconds:.1f} s)")
     return "\n".join(out)
 
 
-def render_markdown_report(result: FitResult) -> str:
+def markdown_report(result: FitResult) -> str:
     out = []
-    for label, _ in result.budgets:
-        for n_ctx in result.contexts:
-            rows = result.rows_for(label, n_ctx)
-            if not rows:
-                continue
-            out.append(f"**{label} card, n_ctx {n_ctx:,}** (GiB)\n")
-            headers, align = _columns(rows)
-            out.append(render_markdown(headers, _table_rows(result, rows), align=align))
-            best = recommend(rows)
-            if best:
-                out.append(f"\nVerdict: fits. `{llama_cpp_command(result, best)}`\n\n`{python_call(result, best)}`\n")
-            else:
-                out.append("\nVerdict: nothing fits at this context.\n")
+    for budget, n_ctx, rows in _groups(result):
+        out.append(f"**{budget.label} card, n_ctx {n_ctx:,}** (GiB)\n")
+        out.append(_rows_table(result, rows, "md"))
+        best = recommend(rows)
+        if best:
+            out.append(f"\nVerdict: fits. `{llama_server_command(result, best)}`\n\n`{python_call(result, best)}`\n")
+        else:
+            out.append("\nVerdict: nothing fits at this context.\n")
     out.append("Where each part comes from:\n")
     out += [f"- {k}: {v}" for k, v in result.basis.items()]
     out += [f"- note: {n}" for n in result.notes]
     return "\n".join(out)
 
 
-def render_verification(v: dict) -> str:
-    if "error" in v and not v.get("placements"):
-        return f"verify: {v['error']}"
+PART_NAMES = {"kv": "KV"}
+
+
+def render_verification(v: FitVerification) -> str:
+    if v.error and not v.placements:
+        return f"verify: {v.error}"
     out = []
-    for check in v.get("placements", [v]):
-        if "error" in check:
-            out.append(f"verify: {check['what']}: {check['error']}")
+    for check in v.placements:
+        if check.error:
+            out.append(f"verify: {check.what}: {check.error}")
             continue
-        out.append(f"verify: created {check['what']} for real on {check['where']}")
-        rows = []
-        for dev in check["devices"]:
-            for part in ("weights", "kv", "recurrent", "compute"):
-                p, a = dev["predicted"][part], dev["allocated"][part]
-                rows.append([dev["name"], {"kv": "KV"}.get(part, part), f"{p / MIB:.2f}", f"{a / MIB:.2f}",
-                             f"{(a - p) / MIB:+.2f}".replace("-0.00", "+0.00"),
-                             "ok" if dev["parts_ok"][part] else "MISMATCH"])
-        out.append(render_table(["device", "part", "predicted MiB", "llama.cpp MiB", "diff", ""], rows,
-                                align="llrrrl"))
-        note = (f"compute predicted by llama.cpp's dry run of the same placement; the fit table's compute "
-                f"estimate was {check['fit_compute_estimate'] / MIB:.2f} MiB") if not check["where"].startswith("system") else (
-                "--ram: the totals must agree within 2 MiB + 0.5% (file mapping)")
-        out.append(note)
-        extra = f", process RSS grew {check['rss_delta'] / MIB:.2f} MiB"
-        if check.get("gpu_delta") is not None:
-            extra += f", GPU memory used grew {check['gpu_delta'] / MIB:.2f} MiB (NVML)"
-        out.append(f"on the card: {check['card_total'] / MIB:.2f} MiB of a {check['budget'] / MIB:.2f} MiB budget "
-                   f"(after the reserve): {'within' if check['within_budget'] else 'OVER'}{extra}; "
-                   + ("prediction matches" if check["ok"] else "prediction MISSED"))
+        out.append(f"verify: created {check.what} for real on {check.where}")
+        rows = [(dev, part) for dev in check.devices for part in PARTS]
+        fields = (
+            Field("device", "device", lambda x: x[0].name),
+            Field("part", "part", lambda x: PART_NAMES.get(x[1], x[1])),
+            Field("predicted", "predicted MiB", lambda x: getattr(x[0].predicted, x[1]), lambda b: f"{b / MIB:.2f}", "r"),
+            Field("allocated", "llama.cpp MiB", lambda x: getattr(x[0].allocated, x[1]), lambda b: f"{b / MIB:.2f}", "r"),
+            Field("diff", "diff", lambda x: getattr(x[0].allocated, x[1]) - getattr(x[0].predicted, x[1]),
+                  lambda b: f"{b / MIB:+.2f}".replace("-0.00", "+0.00"), "r"),
+            Field("ok", "", lambda x: "ok" if x[0].part_ok(x[1]) else "MISMATCH"),
+        )
+        out.append(table(rows, fields, "text"))
+        out.append("--ram: the totals must agree within 2 MiB + 0.5% (file mapping)" if check.ram_mode else
+                   f"compute predicted by llama.cpp's dry run of the same placement; the fit table's compute "
+                   f"estimate was {check.fit_compute_estimate / MIB:.2f} MiB")
+        extra = f", process RSS grew {check.rss_delta / MIB:.2f} MiB" if check.rss_delta is not None else ""
+        if check.gpu_delta is not None:
+            extra += f", GPU memory used grew {check.gpu_delta / MIB:.2f} MiB (NVML)"
+        out.append(f"on the card: {check.card_total / MIB:.2f} MiB of a {check.budget / MIB:.2f} MiB budget "
+                   f"(after the reserve): {'within' if check.within_budget else 'OVER'}{extra}; "
+                   + ("prediction matches" if check.ok else "prediction MISSED"))
     return "\n".join(out)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from ..inspection import Inspection
 from ..layout import LayerGeometry
+from ..results.records import InspectRecord
 from ..units import mib, thousands
-from .table import compress_indices, render_table
+from .fields import Field, table
+from .table import compress_indices
 
 
 def _layer_signature(layer: LayerGeometry, r_width: int, s_width: int) -> tuple:
@@ -20,31 +21,46 @@ def _layer_signature(layer: LayerGeometry, r_width: int, s_width: int) -> tuple:
     )
 
 
-def layer_rows(result: Inspection) -> list[list[str]]:
-    g = result.geometry
+def _dash(v: int) -> str:
+    return thousands(v) if v else "-"
+
+
+# one layer group per row: (indices, kind, KV heads, K width, V width, R width, S width)
+LAYER_FIELDS = (
+    Field("layers", "layers", lambda g: compress_indices(g[0])),
+    Field("count", "count", lambda g: len(g[0])),
+    Field("kind", "kind", lambda g: g[1]),
+    Field("n_head_kv", "KV heads", lambda g: g[2], _dash),
+    Field("k_width", "K width", lambda g: g[3], _dash, "r"),
+    Field("v_width", "V width", lambda g: g[4], _dash, "r"),
+    Field("r_width", "R width (f32)", lambda g: g[5], _dash, "r"),
+    Field("s_width", "S width (f32)", lambda g: g[6], _dash, "r"),
+)
+
+
+def layer_groups(record: InspectRecord) -> list[tuple]:
+    g = record.inspection.geometry
     groups: dict[tuple, list[int]] = {}
     for layer in g.layers:
         groups.setdefault(_layer_signature(layer, g.recurrent_r_width, g.recurrent_s_width), []).append(layer.index)
-    rows = []
-    for (kind, n_kv, k_w, v_w, r_w, s_w), indices in sorted(groups.items(), key=lambda kv: kv[1][0]):
-        dash = lambda v: thousands(v) if v else "-"  # noqa: E731
-        rows.append([compress_indices(indices), str(len(indices)), kind, dash(n_kv), dash(k_w), dash(v_w), dash(r_w), dash(s_w)])
-    return rows
+    return [(indices, *sig) for sig, indices in sorted(groups.items(), key=lambda kv: kv[1][0])]
 
 
-def render_inspection(result: Inspection) -> str:
-    g, fp, s = result.geometry, result.footprint, result.footprint.settings
-    meta = result.metadata
-    out = [f"{meta.display_name} ({g.architecture}), {g.n_layer} layers"
+def render_layers(record: InspectRecord, fmt: str) -> str:
+    return table(layer_groups(record), LAYER_FIELDS, fmt)
+
+
+def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
+    if fmt in ("csv", "md"):
+        return render_layers(record, fmt)
+    result = record.inspection
+    g, fp, s = result.geometry, result.footprint, result.footprint.params
+    out = [f"{result.name} ({g.architecture}), {g.n_layer} layers"
            + (f" ({g.n_layer_nextn} NextN, outside the main cache)" if g.n_layer_nextn else "")
-           + f", from {meta.source}"]
+           + f", from {result.source}"]
     out.append("All numbers below are computed from the GGUF metadata (theory); `llamabench verify` checks them against llama.cpp.")
     out.append("")
-    out.append(render_table(
-        ["layers", "count", "kind", "KV heads", "K width", "V width", "R width (f32)", "S width (f32)"],
-        layer_rows(result),
-        align="llllrrrr",
-    ))
+    out.append(render_layers(record, "text"))
     out.append("Widths are elements per token (K, V) or per sequence (recurrent R = conv state, S = SSM/delta state).")
     out.append("")
 
@@ -60,9 +76,10 @@ def render_inspection(result: Inspection) -> str:
     out.append(f"Full-GQA basis   {thousands(fp.full_gqa_kv_bytes_per_token)} B/token if all {len(g.mixer_layers)} mixer layers "
                f"were cached as full attention"
                + (f": a {reduction:.2f}x reduction" if reduction else ""))
-    if result.entry is not None and result.entry.published_kv_bytes_per_token is not None:
+    published = result.published
+    if published is not None and published.kv_bytes_per_token is not None:
         verdict = "matches" if result.published_kv_matches else "DIFFERS from the f16 value computed here"
-        out.append(f"Published        {thousands(result.entry.published_kv_bytes_per_token)} B/token (f16) in the catalog: {verdict}")
+        out.append(f"Published        {thousands(published.kv_bytes_per_token)} B/token (f16) in the catalog: {verdict}")
     out.append(f"KV at n_ctx      {thousands(fp.kv_bytes)} B = {mib(fp.kv_bytes)}"
                f" (K {mib(fp.k_bytes + fp.swa_k_bytes)}, V {mib(fp.v_bytes + fp.swa_v_bytes)})")
     if g.has_swa:
@@ -73,12 +90,12 @@ def render_inspection(result: Inspection) -> str:
         out.append(f"Recurrent state  {thousands(fp.recurrent_state_bytes)} B = {mib(fp.recurrent_state_bytes)} "
                    f"(R {mib(fp.recurrent_r_bytes)} + S {mib(fp.recurrent_s_bytes)}, {fp.n_recurrent_layers} layers, "
                    f"{s.n_seq} seq, f32)")
-    if meta.tensors:
-        out.append(f"Weights          {thousands(meta.weights_bytes)} B = {mib(meta.weights_bytes)} (sum of {len(meta.tensors)} tensor infos)")
-    elif result.entry is not None and result.entry.published_quants:
-        quants = ", ".join(f"{q.name} {q.bytes / 1024**3:.2f} GiB" for q in result.entry.published_quants)
+    if result.n_tensors:
+        out.append(f"Weights          {thousands(result.weights_bytes)} B = {mib(result.weights_bytes)} (sum of {result.n_tensors} tensor infos)")
+    elif published is not None and published.quants:
+        quants = ", ".join(f"{q.name} {q.bytes / 1024**3:.2f} GiB" for q in published.quants)
         out.append(f"Weights          not in the catalog entry; published file sizes: {quants}")
-    elif result.entry is not None:
+    elif published is not None:
         out.append("Weights          unknown: a catalog entry holds no tensor infos and no published size")
     else:
         out.append("Weights          0 B (the file holds no tensors)")

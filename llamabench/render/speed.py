@@ -1,30 +1,46 @@
-"""The roofline in words: predicted decode t/s per depth, beside the full-GQA counterfactual."""
+"""The roofline in words: predicted decode t/s per depth, beside the full-GQA counterfactual (one field list)."""
 
 from __future__ import annotations
 
+from ..results.records import RooflineRecord
 from ..units import MIB
-from .table import render_table
+from .fields import Field, table
 
 
-def render_roofline(result: dict) -> str:
-    measured = any(r["measured_tok_s"] is not None for r in result["depths"])
-    out = [f"{result['model']} ({result['architecture']}): decode speed at depth, predicted",
-           f"  weights   {result['weights_read_per_token'] / MIB:.1f} MiB read per decoded token: {result['weights_basis']}",
-           f"  model     time per token = bytes / {result['bandwidth_gbps']:.1f} GB/s + attention FLOPs / "
-           f"{result['compute_tflops']:.2f} TFLOPS ({result['speed_model']})",
-           f"  KV        K {result['cache_types'][0]}, V {result['cache_types'][1]}; full GQA: every mixer layer "
-           f"cached as full attention, no recurrent state", ""]
-    rows = []
-    for r in result["depths"]:
-        row = [f"{r['depth']:,}", f"{r['bytes_per_token'] / MIB:.1f}", f"{r['kv_read_bytes'] / MIB:.1f}",
-               f"{r['tok_s']:.1f}"]
-        if measured:
-            m = r["measured_tok_s"]
-            row += ["-" if m is None else f"{m:.1f}", "-" if m is None else f"{(r['tok_s'] - m) / m * 100:+.1f}%"]
-        row += [f"{r['full_gqa_bytes_per_token'] / MIB:.1f}", f"{r['full_gqa_tok_s']:.1f}",
-                f"{r['tok_s'] / r['full_gqa_tok_s']:.2f}x"]
-        rows.append(row)
-    headers = ["depth", "MiB/token", "of it KV", "t/s"] + (["measured t/s", "error"] if measured else []) + [
-        "full GQA MiB/token", "full GQA t/s", "speed-up"]
-    out.append(render_table(headers, rows, align="r" * len(headers)))
-    return "\n".join(out)
+def _m(v: int) -> str:
+    return f"{v / MIB:.1f}"
+
+
+def _f1(v: float) -> str:
+    return f"{v:.1f}"
+
+
+def fields(measured: bool) -> tuple[Field, ...]:
+    shown = frozenset({"table"}) if measured else frozenset()
+    return (
+        Field("depth", "depth", lambda r: r.depth, lambda v: f"{v:,}", "r"),
+        Field("bytes_per_token", "MiB/token", lambda r: r.bytes_per_token, _m, "r"),
+        Field("kv_read_bytes", "of it KV", lambda r: r.kv_read_bytes, _m, "r"),
+        Field("tok_s", "t/s", lambda r: r.tok_s, _f1, "r"),
+        Field("measured_tok_s", "measured t/s", lambda r: r.measured_tok_s, _f1, "r", shown),
+        Field("error", "error", lambda r: None if r.measured_tok_s is None else (r.tok_s - r.measured_tok_s)
+              / r.measured_tok_s * 100, lambda v: f"{v:+.1f}%", "r", shown),
+        Field("full_gqa_bytes_per_token", "full GQA MiB/token", lambda r: r.full_gqa_bytes_per_token, _m, "r"),
+        Field("full_gqa_tok_s", "full GQA t/s", lambda r: r.full_gqa_tok_s, _f1, "r"),
+        Field("speed_up", "speed-up", lambda r: r.tok_s / r.full_gqa_tok_s, lambda v: f"{v:.2f}x", "r"),
+    )
+
+
+def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
+    measured = any(r.measured_tok_s is not None for r in record.rows)
+    rows = table(record.rows, fields(measured), fmt)
+    if fmt in ("csv", "md"):
+        return rows
+    m, p = record.speed_model, record.params
+    return "\n".join([
+        f"{record.model.name} ({record.model.architecture}): decode speed at depth, predicted",
+        f"  weights   {record.weights_read_per_token / MIB:.1f} MiB read per decoded token: {record.weights_basis}",
+        f"  model     time per token = bytes / {m.bandwidth / 1e9:.1f} GB/s + attention FLOPs / "
+        f"{m.compute / 1e12:.2f} TFLOPS ({m.basis})",
+        f"  KV        K {p.type_k}, V {p.type_v}; full GQA: every mixer layer cached as full attention, no recurrent "
+        "state", "", rows])

@@ -1,37 +1,62 @@
-"""`verify` in words: theory against llama.cpp's printed sizes, one row per component."""
+"""`verify` in words: theory against llama.cpp's printed sizes, one field list for the check rows."""
 
 from __future__ import annotations
 
+from ..results.records import VerifyRecord
 from ..units import mib, thousands
-from .table import render_table
+from ..verification import Check, MatrixResult
+from .fields import Field, table
 
 
-def check_rows(checks) -> list[list[str]]:
-    rows = []
-    for c in checks:
-        if c.unit == "MiB":
-            theory = f"{thousands(c.theory)} B = {mib(c.theory)}"
-            llama = "not reported" if c.llama is None else f"{c.llama:.2f} MiB"
-            diff = "" if c.diff_mib is None else f"{c.diff_mib + 0.0:+.2f}".replace("-0.00", "+0.00")
-        else:
-            theory, llama, diff = str(c.theory), str(c.llama), ""
-        rows.append([c.component, theory, llama, diff, "ok" if c.ok else "MISMATCH"])
-    return rows
+def _theory(c: Check) -> str:
+    return c.want if c.is_structural else f"{thousands(c.theory_bytes)} B = {mib(c.theory_bytes)}"
 
 
-def render_verify(model: str, source, path, result, checks, allocations) -> str:
-    s = result.footprint.settings
-    out = [f"verify {model} at n_ctx {thousands(result.footprint.shape.n_ctx)} "
-           f"(K {s.type_k}, V {s.type_v}, flash attention {'on' if s.flash_attn else 'off'}, "
-           f"{s.n_seq} seq{', unified' if s.kv_unified else ''}{', swa_full' if s.swa_full else ''})",
-           f"theory: computed from metadata; llama.cpp: its own log lines from a no_alloc dry run of {path}",
-           render_table(["component", "theory", "llama.cpp", "diff MiB", ""], check_rows(checks), align="lrrrl")]
-    compute = allocations.compute_buffers_mib
+def _llama(c: Check) -> str:
+    if c.is_structural:
+        return c.got
+    return "not reported" if c.llama_mib is None else f"{c.llama_mib:.2f} MiB"
+
+
+def _diff(c: Check) -> str:
+    return "" if c.diff_mib is None else f"{c.diff_mib + 0.0:+.2f}".replace("-0.00", "+0.00")
+
+
+CHECK_FIELDS = (
+    Field("component", "component", lambda c: c.component),
+    Field("theory", "theory", _theory, align="r"),
+    Field("llama_cpp", "llama.cpp", _llama, align="r"),
+    Field("diff_mib", "diff MiB", _diff, align="r"),
+    Field("ok", "", lambda c: "ok" if c.ok else "MISMATCH"),
+    Field("theory_bytes", "theory bytes", lambda c: c.theory_bytes, views=frozenset()),
+    Field("llama_cpp_mib", "llama.cpp MiB", lambda c: c.llama_mib, views=frozenset()),
+)
+
+
+def render_verify(record: VerifyRecord, fmt: str = "text") -> str:
+    if fmt in ("csv", "md"):
+        return table(record.checks, CHECK_FIELDS, fmt)
+    p = record.params
+    out = [f"verify {record.model.label} at n_ctx {thousands(record.footprint.shape.n_ctx)} "
+           f"(K {p.type_k}, V {p.type_v}, flash attention {'on' if p.flash_attn else 'off'}, "
+           f"{p.n_seq} seq{', unified' if p.kv_unified else ''}{', swa_full' if p.swa_full else ''})",
+           f"theory: computed from metadata; llama.cpp: its own log lines from a no_alloc dry run of {record.gguf}",
+           table(record.checks, CHECK_FIELDS, "text")]
+    compute = record.allocations.compute_buffers_mib
     if compute:
         what = ("of the geometry twin: its hidden size and vocabulary are tiny, so this is not the real model's"
-                if source.is_catalog else "of this GGUF")
+                if record.model.is_twin else "of this GGUF")
         out.append(f"compute buffer (llama.cpp only, {what}): "
                    + ", ".join(f"{dev} {v:.2f} MiB" for dev, v in compute.items()))
-    ok = all(c.ok for c in checks)
-    out.append("all match" if ok else "MISMATCH between theory and llama.cpp")
+    out.append("all match" if record.ok else "MISMATCH between theory and llama.cpp")
+    return "\n".join(out)
+
+
+def render_matrix(result: MatrixResult) -> str:
+    bad = [line for cell in result.cells for line in cell.mismatches]
+    n_bad = sum(not c.ok for c in result.cells)
+    out = [f"{result.model}: {len(result.cells)} cells, {len(result.cells) - n_bad} match, {n_bad} differ "
+           f"({result.seconds:.1f} s; {result.gguf}, {result.file_bytes / 2**20:.1f} MiB, "
+           f"{result.disk_bytes / 2**20:.1f} MiB on disk)"]
+    out += ["  MISMATCH " + line for line in bad]
     return "\n".join(out)

@@ -9,87 +9,84 @@ from pathlib import Path
 from .. import catalog, speed
 from ..errors import LlamabenchError
 from ..fit.search import PlacementKind
-from ..footprint import CacheSettings, compute_footprint
+from ..footprint import KvPoint, kv_curve
+from ..inspection import Inspection, f16_kv_bytes_per_token
 from ..layout import geometry_from_metadata
-from ..render.bench import MEMORY_ALIGN, MEMORY_HEADERS, TS_ALIGN, TS_HEADERS, memory_rows, ts_rows
-from ..render.fit import render_markdown_report
+from ..params import Params
+from ..render.bench import memory_table, speed_table
+from ..render.fit import markdown_report
 from ..render.table import compress_indices, render_markdown
+from ..results.records import BenchRecord
 from ..units import MIB
 from . import plots
-from .kv_record import KIND_WORDS, build_record
+from .kv_record import KIND_WORDS, KvEfficiencyRecord, build_record
 from .load import ModelResults
 
 
-def _kv_at(curve: list[list[int]], inspection: dict, n_ctx: int) -> int:
+def _kv_at(curve: tuple[KvPoint, ...], ins: Inspection, n_ctx: int) -> int:
     for point in curve:
-        if point[0] == n_ctx:
-            return point[1]
-    if inspection["n_ctx"] == n_ctx:
-        return inspection["kv_bytes"]
+        if point.n_ctx == n_ctx:
+            return point.kv_bytes
+    if ins.footprint.shape.n_ctx == n_ctx:
+        return ins.footprint.kv_bytes
     raise LlamabenchError(f"no theory for n_ctx {n_ctx}: run `llamabench inspect --ctx {n_ctx} --results ...` too")
 
 
-def _comparison_curve(model_id: str, max_ctx: int) -> tuple[str, list[tuple[int, int]]]:
+def _comparison_curve(model_id: str, max_ctx: int) -> tuple[str, tuple[KvPoint, ...]]:
     entry = catalog.get_entry(model_id)
     geometry = geometry_from_metadata(entry.metadata)
-    points = []
-    for i in range(1, 65):
-        n = max(256, round(max_ctx * i / 64 / 256) * 256)
-        fp = compute_footprint(geometry, CacheSettings(n_ctx=n))
-        points.append((fp.shape.n_ctx, fp.kv_bytes + fp.recurrent_state_bytes))
-    per_token = compute_footprint(geometry, CacheSettings(n_ctx=256)).kv_bytes_per_token
-    return f"{entry.name} ({per_token:,} B/token, theory)", points
+    per_token = f16_kv_bytes_per_token(geometry)
+    return f"{entry.name} ({per_token:,} B/token, theory)", kv_curve(geometry, Params(n_ctx=0), max_ctx)
 
 
 def _components(results: ModelResults) -> list[tuple[str, float | None, float | None]]:
     """Theory against llama.cpp per component, from the first timed run (else the dry run)."""
-    timed = [r for r in results.bench if r.ok and r.allocations]
+    timed = [r for r in results.bench if r.ok and r.allocations and r.footprint]
     if timed:
         r = timed[0]
-        alloc, theory = r.allocations, r.theory
+        alloc, fp = r.allocations, r.footprint
         weights = r.model.size_bytes
         mapped = max(alloc.model_buffers_mib.values()) if alloc.model_buffers_mib else None
-        return [("KV cache", theory["kv_bytes"] / MIB, alloc.kv_mib),
-                ("recurrent state", theory["recurrent_state_bytes"] / MIB, alloc.recurrent_mib),
+        return [("KV cache", fp.kv_bytes / MIB, alloc.kv_mib),
+                ("recurrent state", fp.recurrent_state_bytes / MIB, alloc.recurrent_mib),
                 ("compute buffer", None, alloc.compute_mib),
                 ("weights (mapped)", weights / MIB if weights else None, mapped)]
     if results.verify:
         v = results.verify[-1]
-        return [("KV cache", v.theory["kv_bytes"] / MIB, v.allocations.kv_mib),
-                ("recurrent state", v.theory["recurrent_state_bytes"] / MIB, v.allocations.recurrent_mib),
+        return [("KV cache", v.footprint.kv_bytes / MIB, v.allocations.kv_mib),
+                ("recurrent state", v.footprint.recurrent_state_bytes / MIB, v.allocations.recurrent_mib),
                 ("compute buffer", None, v.allocations.compute_mib)]
     return []
 
 
-def _cost(r) -> speed.TokenCost:
+def _cost(r: BenchRecord) -> speed.TokenCost:
     rf = r.roofline
-    return speed.TokenCost(r.params["depth"], rf["weights_bytes"], rf["kv_read_bytes"], rf["recurrent_bytes"],
-                           rf["attention_flops"])
+    return speed.TokenCost(r.test.depth, rf.weights_bytes, rf.kv_read_bytes, rf.recurrent_bytes, rf.attention_flops)
 
 
 def roofline_series(bench: list) -> list[dict]:
     """Per machine and configuration with tg at two depths or more: the speed model calibrated on the
     shallowest and deepest, its prediction at every measured depth, and the full-GQA counterfactual."""
     out = []
-    for records in speed.tg_groups([r for r in bench if r.roofline and r.roofline.get("full_gqa_bytes_per_token")]):
+    for records in speed.tg_groups([r for r in bench if r.roofline and r.roofline.full_gqa_bytes_per_token]):
         if len(records) < 2:
             continue
         p = records[0].params
-        machine, n_ctx, tk, tv = records[0].series, p["n_ctx"], p["type_k"], p["type_v"]
+        machine, n_ctx, tk, tv = records[0].series, p.n_ctx, p.type_k, p.type_v
         lo, hi = records[0], records[-1]
         model = speed.calibrate(_cost(lo), lo.avg_ts, _cost(hi), hi.avg_ts)
 
         def gqa(r):
-            return speed.TokenCost(r.params["depth"], r.roofline["full_gqa_bytes_per_token"], 0, 0,
-                                   r.roofline["full_gqa_attention_flops"])
+            return speed.TokenCost(r.test.depth, r.roofline.full_gqa_bytes_per_token, 0, 0,
+                                   r.roofline.full_gqa_attention_flops)
 
-        points = [{"depth": r.params["depth"], "measured": r.avg_ts, "predicted": model.tokens_per_second(_cost(r)),
-                   "full_gqa": model.tokens_per_second(gqa(r)), "mbu": r.roofline.get("mbu"),
-                   "bytes_per_token": r.roofline["bytes_per_token"], "achieved_gbps": r.roofline.get("achieved_gbps")}
+        points = [{"depth": r.test.depth, "measured": r.avg_ts, "predicted": model.tokens_per_second(_cost(r)),
+                   "full_gqa": model.tokens_per_second(gqa(r)), "mbu": r.roofline.mbu,
+                   "bytes_per_token": r.roofline.bytes_per_token, "achieved_gbps": r.roofline.achieved_gbps}
                   for r in records]
         out.append({"label": f"{machine}, n_ctx {n_ctx:,}, {tk}/{tv}", "basis": model.basis, "points": points,
                     "line": points, "bandwidth_gbps": model.bandwidth / 1e9, "compute_tflops": model.compute / 1e12,
-                    "peak_gbps": records[0].roofline.get("peak_gbps")})
+                    "peak_gbps": records[0].roofline.peak_gbps})
     return out
 
 
@@ -108,16 +105,19 @@ def _roofline_md(series: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _layout_md(inspection: dict) -> str:
+def _layout_md(ins: Inspection) -> str:
     groups: dict[tuple, list[int]] = {}
-    for layer in inspection["layers"]:
-        groups.setdefault((layer["kind"], layer["n_head_kv"], layer["k_width"], layer["v_width"]), []).append(layer["index"])
+    for layer in ins.geometry.layers:
+        key = (str(layer.kind), layer.n_head_kv if layer.has_kv else 0, layer.k_width, layer.v_width)
+        groups.setdefault(key, []).append(layer.index)
     rows = [[compress_indices(ix), str(len(ix)), KIND_WORDS.get(kind, kind), str(h or "-"), str(k or "-"), str(v or "-")]
             for (kind, h, k, v), ix in sorted(groups.items(), key=lambda kv: kv[1][0])]
     return render_markdown(["layers", "count", "kind", "KV heads", "K width", "V width"], rows, align="lrlrrr")
 
 
-def write_report(results: ModelResults, out_dir: Path, *, compare: list[str], sources: list[str]) -> dict:
+def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
+                 sources: list[str]) -> tuple[list[str], list[KvEfficiencyRecord]]:
+    """Write record.json, report.md and the plots; (files written, kv_efficiency records)."""
     if out_dir.exists() and not out_dir.is_dir():
         raise LlamabenchError(f"{out_dir}: exists and is not a folder (give --out-dir a folder)")
     ins_record = results.latest_inspect
@@ -126,9 +126,9 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str], so
                               f"(run `llamabench inspect MODEL --results FILE` for this model)")
     out_dir.mkdir(parents=True, exist_ok=True)
     inspection, curve = ins_record.inspection, ins_record.kv_curve
-    name = results.name or inspection["model"]
+    name = results.name or inspection.name
 
-    contexts = sorted({inspection["n_ctx"]} | {r.params["n_ctx"] for r in results.bench if r.ok})
+    contexts = sorted({inspection.footprint.shape.n_ctx} | {r.params.n_ctx for r in results.bench if r.ok})
     records = []
     for n_ctx in contexts:
         try:
@@ -136,13 +136,14 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str], so
         except LlamabenchError:
             continue
         records.append(build_record(results.label, name, inspection, results.verify, results.bench, n_ctx, kv_at))
-    (out_dir / "record.json").write_text(json.dumps(records if len(records) > 1 else records[0], indent=2) + "\n")
+    stored = [r.to_dict() for r in records]
+    (out_dir / "record.json").write_text(json.dumps(stored if len(stored) > 1 else stored[0], indent=2) + "\n")
 
     fit = results.latest_fit.fit if results.latest_fit else None
     all_rows = [r for r in fit.rows if r.placement.kind is PlacementKind.ALL] if fit else []
     weights_on_card = all_rows[0].parts.weights if all_rows else None
     reserve = all_rows[0].parts.reserve if all_rows else 0
-    comparisons = dict(_comparison_curve(c, curve[-1][0]) for c in compare)
+    comparisons = dict(_comparison_curve(c, curve[-1].n_ctx) for c in compare)
     written = plots.kv_vs_context(out_dir, name, curve, comparisons, weights_on_card, reserve)
     if fit:
         n_ctx = fit.contexts[0]
@@ -156,10 +157,9 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str], so
     if components:
         written += plots.theory_vs_measured(out_dir, name, components)
 
-    md = _markdown(results, name, inspection, records, fit, components, written, sources, series)
+    md = _markdown(results, name, inspection, stored, fit, components, written, sources, series)
     (out_dir / "report.md").write_text(md)
-    return {"out_dir": str(out_dir), "records": records, "files": [str(p) for p in written]
-            + [str(out_dir / "record.json"), str(out_dir / "report.md")]}
+    return [str(p) for p in written] + [str(out_dir / "record.json"), str(out_dir / "report.md")], records
 
 
 def _markdown(results: ModelResults, name, inspection, records, fit, components, written, sources, series) -> str:
@@ -170,9 +170,9 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
              "the records in those files, and each says whether it is computed from the GGUF (theory) or "
              "measured (llama.cpp's allocation lines, timed runs).", "",
              "## Layer layout", "", _layout_md(inspection), "", records[0]["kv_bytes_basis"] + ".", "",
-             f"Trained context: {inspection['n_ctx_train']:,} tokens"
-             + (f"; the report's n_ctx {inspection['n_ctx']:,} is beyond it" if inspection.get("beyond_trained_context")
-                else "") + ".", ""]
+             f"Trained context: {inspection.geometry.n_ctx_train:,} tokens"
+             + (f"; the report's n_ctx {inspection.footprint.shape.n_ctx:,} is beyond it"
+                if inspection.beyond_trained_context else "") + ".", ""]
     if "kv_vs_context" in plot_names:
         lines += ["![KV against context](kv_vs_context.png)", ""]
     lines += ["## Theory against llama.cpp", ""]
@@ -183,22 +183,19 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
         lines += ["", "![theory against measured](theory_vs_measured.png)", ""]
     for v in results.verify:
         status = "all equal" if v.ok else "MISMATCH"
-        lines.append(f"- dry run at n_ctx {v.settings.n_ctx:,} (K {v.settings.type_k}, V {v.settings.type_v}) on "
+        lines.append(f"- dry run at n_ctx {v.params.n_ctx:,} (K {v.params.type_k}, V {v.params.type_v}) on "
                      f"{v.host}: {status} ({len(v.checks)} checks)")
     lines.append("")
     if fit:
-        lines += ["## Does it fit?", "", render_markdown_report(fit), ""]
+        lines += ["## Does it fit?", "", markdown_report(fit), ""]
         if "budget" in plot_names:
             lines += ["![memory budget](budget.png)", ""]
     if results.bench:
         ok = [r for r in results.bench if r.ok]
-        bench = sorted(results.bench, key=lambda r: (r.series, r.key.split("|")[0], r.params["depth"],
-                                                     r.params["kind"] != "pp"))
+        bench = sorted(results.bench, key=lambda r: (r.series, r.params.label, r.test.depth, r.test.kind != "pp"))
         several = len({r.series for r in bench}) > 1
-        lines += ["## Speed at depth (measured)", "",
-                  render_markdown((["machine"] if several else []) + TS_HEADERS, ts_rows(bench, with_series=several),
-                                  align=("l" if several else "") + TS_ALIGN), "",
-                  render_markdown(MEMORY_HEADERS, memory_rows(bench), align=MEMORY_ALIGN), ""]
+        lines += ["## Speed at depth (measured)", "", speed_table(bench, "md", with_series=several), "",
+                  memory_table(bench, "md"), ""]
         if not several and bench:
             lines += [f"Measured on {bench[0].series}.", ""]
         if any(r.model.is_twin for r in ok):
@@ -220,5 +217,6 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
               "```", ""]
     source = (results.bench or results.verify or results.inspect)[-1]
     lines += ["## Machine and versions", "", "```json",
-              json.dumps({"machine": source.machine, "versions": source.versions}, indent=2), "```", ""]
+              json.dumps({"machine": source.to_dict()["machine"], "versions": source.to_dict()["versions"]}, indent=2),
+              "```", ""]
     return "\n".join(lines)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from .. import serial
+from ..allocations import bytes_equal
+from ..inspection import Inspection
 from ..render.table import compress_indices
 from ..results.records import BenchRecord, VerifyRecord
-from ..units import MIB
 
 KIND_WORDS = {
     "full": "full_attention",
@@ -17,11 +21,41 @@ KIND_WORDS = {
 BYTES_PER_ELEMENT = {"f32": "4 bytes", "f16": "2 bytes", "bf16": "2 bytes"}
 
 
-def _per_token_formula(inspection: dict) -> str:
-    cached = [layer for layer in inspection["layers"] if layer["kind"] in ("full", "full+recurrent", "mla")]
-    total = inspection["kv_bytes_per_token"]
-    type_k, type_v = inspection["cache_type_k"], inspection["cache_type_v"]
-    widths = {(layer["n_head_kv"], layer["k_width"], layer["v_width"]) for layer in cached}
+@dataclass(frozen=True)
+class KvEfficiencyRecord:
+    """One kv_efficiency record (record.json): measured_* are None where no timed run backs them."""
+
+    id: str
+    model: str
+    kv_bytes_basis: str
+    methodology: str
+    notes: str
+    engine_id: str
+    context_length: int
+    n_ctx_train: int
+    kv_bytes_per_token: int
+    full_gqa_kv_bytes_per_token: int
+    kv_bytes_at_context: int
+    recurrent_state_bytes: int
+    measured_kv_bytes: int | None = None
+    measured_prefill_tok_s: float | None = None
+    measured_decode_tok_s: float | None = None
+    measured_depth: int | None = None
+    measured_bytes_per_token_basis: str | None = None
+
+    def to_dict(self) -> dict:
+        return serial.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "KvEfficiencyRecord":
+        return serial.from_dict(cls, data)
+
+
+def _per_token_formula(ins: Inspection) -> str:
+    cached = [layer for layer in ins.geometry.layers if layer.kind in ("full", "full+recurrent", "mla")]
+    total = ins.footprint.kv_bytes_per_token
+    type_k, type_v = ins.footprint.params.type_k, ins.footprint.params.type_v
+    widths = {(layer.n_head_kv, layer.k_width, layer.v_width) for layer in cached}
     if len(widths) == 1 and type_k == type_v and type_k in BYTES_PER_ELEMENT:
         heads, k_width, v_width = widths.pop()
         unit = f"{BYTES_PER_ELEMENT[type_k]} ({type_k})"
@@ -33,70 +67,70 @@ def _per_token_formula(inspection: dict) -> str:
     return f"{len(cached)} cached layers at K {type_k} / V {type_v} = {total:,} B/token"
 
 
-def kv_bytes_basis(inspection: dict) -> str:
-    layers = inspection["layers"]
+def kv_bytes_basis(ins: Inspection) -> str:
+    layers = ins.geometry.layers
+    fp = ins.footprint
     groups: dict[str, list[int]] = {}
     for layer in layers:
-        groups.setdefault(layer["kind"], []).append(layer["index"])
+        groups.setdefault(str(layer.kind), []).append(layer.index)
     parts = []
     for kind, indices in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         text = f"{len(indices)} are {KIND_WORDS.get(kind, kind)}"
         if len(indices) < len(layers):
             text += f" (indices {compress_indices(indices).replace(', ', ',')})"
         parts.append(text)
-    head = f"{inspection['n_layer']} layers, of which " + (" and ".join(parts) if len(parts) <= 2 else
-                                                            ", ".join(parts[:-1]) + " and " + parts[-1])
-    text = head + "; growing KV: " + _per_token_formula(inspection)
-    if inspection.get("swa_kv_bytes"):
-        text += (f"; sliding-window layers hold at most {inspection['swa_cells']:,} cells "
-                 f"({inspection['swa_kv_bytes'] / MIB:.2f} MiB at n_ctx {inspection['n_ctx']:,})")
-    full = inspection["full_gqa_kv_bytes_per_token"]
-    n_mixer = sum(1 for layer in layers if layer["kind"] != "none")
-    if inspection.get("reduction"):
-        text += (f", against {full:,} B/token if all {n_mixer} layers were full GQA: "
-                 f"a {inspection['reduction']:.1f}x reduction")
-    if inspection.get("recurrent_state_bytes"):
-        text += (f"; plus {inspection['recurrent_state_bytes']:,} B of recurrent state per sequence, "
+    head = f"{ins.geometry.n_layer} layers, of which " + (" and ".join(parts) if len(parts) <= 2 else
+                                                           ", ".join(parts[:-1]) + " and " + parts[-1])
+    text = head + "; growing KV: " + _per_token_formula(ins)
+    if fp.swa_kv_bytes:
+        text += (f"; sliding-window layers hold at most {fp.shape.swa_cells:,} cells "
+                 f"({fp.swa_kv_bytes / 2**20:.2f} MiB at n_ctx {fp.shape.n_ctx:,})")
+    n_mixer = len(ins.geometry.mixer_layers)
+    if fp.reduction:
+        text += (f", against {fp.full_gqa_kv_bytes_per_token:,} B/token if all {n_mixer} layers were full GQA: "
+                 f"a {fp.reduction:.1f}x reduction")
+    if fp.recurrent_state_bytes:
+        text += (f"; plus {fp.recurrent_state_bytes:,} B of recurrent state per sequence, "
                  f"independent of context length")
     return text
 
 
 def _timed(bench: list[BenchRecord], n_ctx: int) -> list[BenchRecord]:
     """The f16 timed tests at this context from one machine (the one measured last)."""
-    ok = [r for r in bench if r.ok and r.params["n_ctx"] == n_ctx and r.params["type_k"] == "f16"
-          and r.params["type_v"] == "f16"]
+    ok = [r for r in bench if r.ok and r.params.n_ctx == n_ctx and r.params.type_k == "f16"
+          and r.params.type_v == "f16"]
     if not ok:
         return []
     series = max(ok, key=lambda r: r.timestamp).series
     return [r for r in ok if r.series == series]
 
 
-def build_record(label: str, model_name: str, inspection: dict, verify: list[VerifyRecord], bench: list[BenchRecord],
-                 context_length: int, kv_bytes_at_context: int) -> dict:
+def build_record(label: str, model_name: str, ins: Inspection, verify: list[VerifyRecord], bench: list[BenchRecord],
+                 context_length: int, kv_bytes_at_context: int) -> KvEfficiencyRecord:
     """One kv_efficiency record at one context length; measured_* stay None without a timed run."""
-    hybrid = any(layer["kind"] not in ("full",) for layer in inspection["layers"])
+    hybrid = any(layer.kind != "full" for layer in ins.geometry.layers)
     ctx_k = f"{context_length // 1024}k" if context_length % 1024 == 0 else str(context_length)
     timed = _timed(bench, context_length)
     measured_kv = measured_pp = measured_tg = depth = None
     by_depth = []
     if timed:
         measured_kv = timed[0].allocations.kv_bytes if timed[0].allocations else None
-        depths = sorted({r.params["depth"] for r in timed})
+        depths = sorted({r.test.depth for r in timed})
         for d in depths:
-            pp = [r for r in timed if r.params["depth"] == d and r.params["kind"] == "pp"]
-            tg = [r for r in timed if r.params["depth"] == d and r.params["kind"] == "tg"]
+            pp = [r for r in timed if r.test.depth == d and r.test.kind == "pp"]
+            tg = [r for r in timed if r.test.depth == d and r.test.kind == "tg"]
             by_depth.append({"depth": d, "prefill_tok_s": round(pp[0].avg_ts, 2) if pp else None,
                              "decode_tok_s": round(tg[0].avg_ts, 2) if tg else None,
-                             "tests": [r.test for r in pp + tg]})
+                             "tests": [r.test.name for r in pp + tg]})
         depth = depths[-1]
         measured_pp, measured_tg = by_depth[-1]["prefill_tok_s"], by_depth[-1]["decode_tok_s"]
 
     build = None
     for source in timed[:1] or verify[:1]:
-        build = source.versions.get("llama_cpp_python")
+        build = source.versions.llama_cpp_python
     engine_id = f"llama-cpp (llama-cpp-python {build})" if build else "llama-cpp"
 
-    verified = [v for v in verify if v.settings.n_ctx == context_length]
+    verified = [v for v in verify if v.params.n_ctx == context_length]
     methodology = [f"kv_bytes_per_token, kv_bytes_at_context and recurrent_state_bytes are derived from the GGUF "
                    f"metadata with llama.cpp's sizing rules (llamabench inspect), f16 K/V, 1 sequence, "
                    f"n_ctx {context_length:,} after llama.cpp's rounding"]
@@ -109,8 +143,8 @@ def build_record(label: str, model_name: str, inspection: dict, verify: list[Ver
         methodology.append(
             f"measured_kv_bytes is the KV that a real llama.cpp context at n_ctx {context_length:,} allocated "
             f"(its printed MiB x 2^20); measured_prefill_tok_s / measured_decode_tok_s are the mean over "
-            f"{first.params['repetitions']} repetitions of {', '.join(by_depth[-1]['tests'])} at depth {depth:,} "
-            f"in a timed run on {first.series} ({first.params['n_threads']} threads)")
+            f"{first.repetitions} repetitions of {', '.join(by_depth[-1]['tests'])} at depth {depth:,} "
+            f"in a timed run on {first.series} ({first.params.n_threads} threads)")
     else:
         methodology.append("no timed run at this context: measured_* are null")
 
@@ -122,39 +156,29 @@ def build_record(label: str, model_name: str, inspection: dict, verify: list[Ver
     if timed and by_depth:
         notes.append("by depth: " + "; ".join(
             f"d{b['depth']}: prefill {b['prefill_tok_s']} t/s, decode {b['decode_tok_s']} t/s" for b in by_depth))
-    others = sorted({r.series for r in bench if r.ok and r.params["n_ctx"] == context_length} - {timed[0].series}) if timed else []
+    others = sorted({r.series for r in bench if r.ok and r.params.n_ctx == context_length} - {timed[0].series}) if timed else []
     if others:
         notes.append("also measured on: " + ", ".join(others) + " (see report.md)")
-    if measured_kv is not None and abs(measured_kv - kv_bytes_at_context) > MIB // 200:
-        notes.append(f"measured KV differs from theory by {(measured_kv - kv_bytes_at_context) / MIB:+.2f} MiB")
-    deepest_tg = [r for r in timed if r.params["kind"] == "tg" and r.params["depth"] == depth and r.roofline]
+    if measured_kv is not None and not bytes_equal(measured_kv, kv_bytes_at_context):
+        notes.append(f"measured KV differs from theory by {(measured_kv - kv_bytes_at_context) / 2**20:+.2f} MiB")
+    deepest_tg = [r for r in timed if r.test.kind == "tg" and r.test.depth == depth and r.roofline]
     bytes_basis = None
     if deepest_tg:
         rf = deepest_tg[0].roofline
-        bytes_basis = (f"decode at depth {depth:,} reads {rf['bytes_per_token']:,} B per token (weights "
-                       f"{rf['weights_bytes']:,} + KV {rf['kv_read_bytes']:,} + recurrent state read and written "
-                       f"{rf['recurrent_bytes']:,}); at {deepest_tg[0].avg_ts:.2f} t/s that is "
-                       f"{rf['achieved_gbps']} GB/s" + (f", {rf['mbu'] * 100:.1f}% of the measured {rf['peak_gbps']} GB/s"
-                                                        if rf.get("mbu") else ""))
-    if inspection.get("beyond_trained_context"):
-        notes.append(f"n_ctx {context_length:,} is beyond the trained context {inspection['n_ctx_train']:,}")
+        bytes_basis = (f"decode at depth {depth:,} reads {rf.bytes_per_token:,} B per token (weights "
+                       f"{rf.weights_bytes:,} + KV {rf.kv_read_bytes:,} + recurrent state read and written "
+                       f"{rf.recurrent_bytes:,}); at {deepest_tg[0].avg_ts:.2f} t/s that is "
+                       f"{rf.achieved_gbps} GB/s" + (f", {rf.mbu * 100:.1f}% of the measured {rf.peak_gbps} GB/s"
+                                                     if rf.mbu else ""))
+    if ins.beyond_trained_context:
+        notes.append(f"n_ctx {context_length:,} is beyond the trained context {ins.geometry.n_ctx_train:,}")
 
-    return {
-        "id": f"kv-efficiency/{label}-{'hybrid-' if hybrid else ''}kv-{ctx_k}",
-        "model": model_name,
-        "kv_bytes_basis": kv_bytes_basis(inspection),
-        "methodology": "; ".join(methodology),
-        "notes": "; ".join(notes),
-        "engine_id": engine_id,
-        "context_length": context_length,
-        "n_ctx_train": inspection.get("n_ctx_train"),
-        "kv_bytes_per_token": inspection["kv_bytes_per_token"],
-        "full_gqa_kv_bytes_per_token": inspection["full_gqa_kv_bytes_per_token"],
-        "kv_bytes_at_context": kv_bytes_at_context,
-        "recurrent_state_bytes": inspection["recurrent_state_bytes"],
-        "measured_kv_bytes": measured_kv,
-        "measured_prefill_tok_s": measured_pp,
-        "measured_decode_tok_s": measured_tg,
-        "measured_depth": depth,
-        "measured_bytes_per_token_basis": bytes_basis,
-    }
+    fp = ins.footprint
+    return KvEfficiencyRecord(
+        id=f"kv-efficiency/{label}-{'hybrid-' if hybrid else ''}kv-{ctx_k}", model=model_name,
+        kv_bytes_basis=kv_bytes_basis(ins), methodology="; ".join(methodology), notes="; ".join(notes),
+        engine_id=engine_id, context_length=context_length, n_ctx_train=ins.geometry.n_ctx_train,
+        kv_bytes_per_token=fp.kv_bytes_per_token, full_gqa_kv_bytes_per_token=fp.full_gqa_kv_bytes_per_token,
+        kv_bytes_at_context=kv_bytes_at_context, recurrent_state_bytes=fp.recurrent_state_bytes,
+        measured_kv_bytes=measured_kv, measured_prefill_tok_s=measured_pp, measured_decode_tok_s=measured_tg,
+        measured_depth=depth, measured_bytes_per_token_basis=bytes_basis)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LlamabenchError
-from ..results.records import BenchRecord, FitRecord, InspectRecord, Record, VerifyRecord, read_records
+from ..results.records import BenchRecord, FitRecord, InspectRecord, Record, RooflineRecord, VerifyRecord, read_records
 
 
 @dataclass
@@ -28,6 +27,8 @@ class ModelResults:
         return self.fit[-1] if self.fit else None
 
     def add(self, record: Record) -> None:
+        if isinstance(record, RooflineRecord):
+            return  # predictions: nothing a report is built from
         bucket = {InspectRecord: self.inspect, VerifyRecord: self.verify, FitRecord: self.fit,
                   BenchRecord: self.bench}[type(record)]
         bucket.append(record)
@@ -41,24 +42,26 @@ class ModelResults:
                 latest[key(r)] = r
             return sorted(latest.values(), key=lambda r: r.timestamp)
 
-        s = lambda r: tuple(sorted(asdict(r.settings).items()))  # noqa: E731
-        self.inspect = newest(self.inspect, lambda r: (r.inspection.get("n_ctx"), r.inspection.get("cache_type_k"),
-                                                       r.inspection.get("cache_type_v")))
-        self.verify = newest(self.verify, lambda r: (s(r), r.host))
+        def inspected(r: InspectRecord):
+            p = r.footprint.params
+            return r.footprint.shape.n_ctx, p.type_k, p.type_v
+
+        self.inspect = newest(self.inspect, inspected)
+        self.verify = newest(self.verify, lambda r: (r.params, r.host))
         self.fit = newest(self.fit, lambda r: r.host)
-        self.bench = newest(self.bench, lambda r: (r.key, r.series))
+        self.bench = newest(self.bench, lambda r: (r.params, r.test, r.series))
 
 
-def load_results(paths: list[Path]) -> dict[str, ModelResults]:
+def load_results(paths: list[Path]) -> tuple[dict[str, ModelResults], list[str]]:
+    """The records of every file, grouped by model label; and a warning per line passed over."""
     models: dict[str, ModelResults] = {}
+    warnings: list[str] = []
     for path in paths:
         path = Path(path)
         if not path.exists():
             raise LlamabenchError(f"{path}: no such results file")
         read = read_records(path)
-        if read.skipped:
-            print(f"llamabench: warning: {path}: skipped {read.skipped} line(s) that are not llamabench records "
-                  "of a known kind", file=sys.stderr)
+        warnings += read.warnings
         if not read.records:
             raise LlamabenchError(f"{path}: holds no llamabench records")
         for record in read.records:
@@ -67,4 +70,4 @@ def load_results(paths: list[Path]) -> dict[str, ModelResults]:
             entry.add(record)
     for entry in models.values():
         entry.deduplicate()
-    return models
+    return models, warnings

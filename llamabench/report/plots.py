@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..fit.advice import short_placement
+from ..footprint import KvPoint
 from ..units import GIB
 
 CARDS = (16, 24)
-COLORS = {"weights": "#4c72b0", "KV": "#dd8452", "recurrent": "#55a868", "compute": "#8172b3", "reserve": "#937860"}
+# every part of fit.search.Parts, so the bars add up to its total: label -> (Parts field, colour)
+BAR_PARTS = {"weights": ("weights", "#4c72b0"), "KV": ("kv", "#dd8452"), "recurrent": ("recurrent", "#55a868"),
+             "compute": ("compute", "#8172b3"), "reserve": ("reserve", "#937860"),
+             "mmproj": ("projector", "#c44e52")}
 
 
 def _plt():
@@ -33,16 +38,16 @@ def _save(fig, out_dir: Path, name: str) -> list[Path]:
     return paths
 
 
-def kv_vs_context(out_dir: Path, name: str, curve: list[list[int]], comparisons: dict[str, list[tuple[int, int]]],
+def kv_vs_context(out_dir: Path, name: str, curve: tuple[KvPoint, ...], comparisons: dict[str, tuple[KvPoint, ...]],
                   weights_on_card: int | None, reserve: int, mark_ctx: int = 131072) -> list[Path]:
     """KV (+ recurrent state) against n_ctx: this model, its full-GQA skeleton, comparisons, card budgets."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4.8))
-    x = [p[0] / 1024 for p in curve]
-    ax.plot(x, [(p[1] + p[2]) / GIB for p in curve], lw=2.5, label=f"{name} (KV + recurrent state)")
-    ax.plot(x, [p[3] / GIB for p in curve], ls="--", lw=1.5, label=f"{name} skeleton as full GQA")
+    x = [p.n_ctx / 1024 for p in curve]
+    ax.plot(x, [p.cache_bytes / GIB for p in curve], lw=2.5, label=f"{name} (KV + recurrent state)")
+    ax.plot(x, [p.full_gqa_kv_bytes / GIB for p in curve], ls="--", lw=1.5, label=f"{name} skeleton as full GQA")
     for label, points in comparisons.items():
-        ax.plot([p[0] / 1024 for p in points], [p[1] / GIB for p in points], lw=1.8, label=label)
+        ax.plot([p.n_ctx / 1024 for p in points], [p.cache_bytes / GIB for p in points], lw=1.8, label=label)
     if weights_on_card is not None:
         for card in CARDS:
             left = (card * GIB - weights_on_card - reserve) / GIB
@@ -67,9 +72,7 @@ def kv_vs_context(out_dir: Path, name: str, curve: list[list[int]], comparisons:
 
 
 def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
-    """Stacked horizontal bars per card and choice (fit.search.FitRow): weights, KV, recurrent, compute, reserve."""
-    from ..render.fit import short_placement
-
+    """Stacked horizontal bars per card and choice (fit.search.FitRow): every part, the projector's too."""
     plt = _plt()
     cards = list(dict.fromkeys(r.budget_label for r in rows))
     heights = [len([r for r in rows if r.budget_label == c]) for c in cards]
@@ -79,9 +82,11 @@ def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
         card_rows = [r for r in rows if r.budget_label == card][::-1]
         labels = [f"{r.settings.type_k}/{r.settings.type_v}, {short_placement(r.placement)}" for r in card_rows]
         left = [0.0] * len(card_rows)
-        for part in ("weights", "KV", "recurrent", "compute", "reserve"):
-            values = [getattr(r.parts, part.lower()) / GIB for r in card_rows]
-            ax.barh(labels, values, left=left, color=COLORS[part], label=part, height=0.6)
+        for label, (part, colour) in BAR_PARTS.items():
+            values = [getattr(r.parts, part) / GIB for r in card_rows]
+            if part == "projector" and not any(values):
+                continue
+            ax.barh(labels, values, left=left, color=colour, label=label, height=0.6)
             left = [a + v for a, v in zip(left, values)]
         for y, r in enumerate(card_rows):
             ax.annotate("fits" if r.fits else "does not fit", (left[y], y), xytext=(4, -3), textcoords="offset points",
@@ -92,7 +97,7 @@ def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
         ax.tick_params(axis="y", labelsize=8)
     axes[-1, 0].set_xlabel("memory on the card (GiB): weights, KV and state (theory), compute (llama.cpp dry run)")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=5, bbox_to_anchor=(0.5, 0.965))
+    fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=len(labels), bbox_to_anchor=(0.5, 0.965))
     fig.suptitle(f"{name}: what fits on the card", y=1.0)
     return _save(fig, out_dir, "budget")
 
@@ -106,9 +111,9 @@ def speed_vs_depth(out_dir: Path, name: str, bench: list) -> list[Path]:
         if not r.ok:
             continue
         p = r.params
-        key = (r.series, p["n_ctx"], p["type_k"], p["type_v"], p["flash_attn"])
+        key = (r.series, p.n_ctx, p.type_k, p.type_v, p.flash_attn)
         s = series.setdefault(key, {"pp": [], "tg": []})
-        s[p["kind"]].append((p["depth"], r.avg_ts, r.stddev_ts))
+        s[str(r.test.kind)].append((r.test.depth, r.avg_ts, r.stddev_ts))
     several = len({k[0] for k in series}) > 1
     for (machine, n_ctx, tk, tv, fa), s in sorted(series.items()):
         label = (f"{machine}: " if several else "") + f"n_ctx {n_ctx:,}, {tk}/{tv}, fa {'on' if fa else 'off'}"

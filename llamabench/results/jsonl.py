@@ -1,7 +1,7 @@
 """Append-only JSON Lines: one record per line, flushed and fsynced as soon as it exists.
 
-A torn last line (a run killed mid-write) is closed off on the next append and skipped on read;
-lines that are not JSON objects are skipped and counted, never fatal.
+A torn last line (a run killed mid-write) is closed off on the next append; `read_lines` hands every
+line over with its number, and `records.read_records` decides what to do with it.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from ..errors import LlamabenchError
 
@@ -58,31 +58,21 @@ def _append(path: Path, line: str) -> None:
         os.fsync(f.fileno())
 
 
-@dataclass
-class ReadLines:
-    objects: list[dict] = field(default_factory=list)
-    skipped: int = 0  # lines that were not JSON objects (torn, binary, another format)
+NOT_JSON = object()  # a line that is not JSON: a torn write, binary, another format
 
 
-def read_lines(path: Path) -> ReadLines:
-    """Every JSON object in the file, in order; anything else is counted in `skipped`."""
-    out = ReadLines()
+def read_lines(path: Path) -> Iterator[tuple[int, object]]:
+    """(line number, parsed JSON value or NOT_JSON) for every non-empty line, in order."""
     if not path.exists():
-        return out
+        return
     if not stat.S_ISREG(path.stat().st_mode):
         raise ResultsFileError(f"{path}: not a regular file")
     with open(path, "rb") as f:
-        for raw in f:
+        for number, raw in enumerate(f, 1):
             text = raw.strip()
             if not text:
                 continue
             try:
-                value = json.loads(text.decode("utf-8"))
+                yield number, json.loads(text.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-                out.skipped += 1
-                continue
-            if isinstance(value, dict):
-                out.objects.append(value)
-            else:
-                out.skipped += 1
-    return out
+                yield number, NOT_JSON

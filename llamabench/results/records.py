@@ -1,229 +1,299 @@
-"""Typed records of inspect / verify / fit / bench, stored one per line in the results files.
+"""Typed records of inspect / verify / fit / bench / roofline: what the API returns and the results files hold.
 
-Every record carries its model, machine and versions, so reports are built from the files alone.
-`to_dict` writes the stored (and `--json`) form; `from_dict` reads it back; `read_records` reads a
-file and skips, with a count, every line it does not understand.
+Every record is a frozen dataclass that carries its model, machine and versions, so reports are
+built from the files alone. `to_dict` writes the stored (and `-o json`) form, with a `schema` key
+naming the kind and version; `from_dict` reads it back, and `from_dict(to_dict(x)) == x`.
+`read_records` reads a file: a line that is not JSON (a torn write) or not a llamabench record is
+passed over with a warning naming it, a record of another schema version too; a record of this
+version that does not parse is an error naming its line.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import ClassVar
+import dataclasses
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import StrEnum
 from pathlib import Path
+from typing import ClassVar
 
-from ..footprint import CacheSettings
-from ..llama.alloc_log import Allocations
+from .. import serial, stats
+from ..allocations import Allocations, printed_equal
+from ..bench.measure import Measurement, Memory, Roofline
+from ..fit.result import FitResult
+from ..fit.verify import FitVerification
+from ..footprint import Footprint, KvPoint
+from ..inspection import Inspection
+from ..metadata import ModelRef
+from ..params import BenchTest, Params
+from ..speed import SpeedModel
+from ..sysinfo import Machine, this_machine
+from ..verification import Check, all_ok
+from ..versions import Versions, these_versions
 from . import jsonl
+
+SCHEMA_VERSION = 2
+SCHEMA_PREFIX = "llamabench/"
 
 
 class RecordKind(StrEnum):
-    INSPECT = "llamabench/inspect-record/1"
-    VERIFY = "llamabench/verify-record/1"
-    FIT = "llamabench/fit-record/1"
-    BENCH = "llamabench/bench-record/1"
+    INSPECT = "inspect"
+    VERIFY = "verify"
+    FIT = "fit"
+    BENCH = "bench"
+    ROOFLINE = "roofline"
+
+    @property
+    def schema(self) -> str:
+        return f"{SCHEMA_PREFIX}{self.value}-record/{SCHEMA_VERSION}"
 
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-@dataclass(frozen=True)
-class ModelRef:
-    label: str  # source.ModelSource.label: what results, --resume and reports key on
-    name: str
-    architecture: str
-    path: str | None  # the file llama.cpp loaded (or the GGUF that was read)
-    is_twin: bool  # llama.cpp ran a geometry twin, not the model itself
-    desc: str | None = None  # llama_model_desc, where a context was created
-    size_bytes: int | None = None  # llama_model_size
-    n_params: int | None = None
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "ModelRef":
-        return cls(str(data["label"]), str(data.get("name") or ""), str(data.get("architecture") or ""),
-                   data.get("path"), bool(data.get("is_twin")), data.get("desc"), data.get("size_bytes"),
-                   data.get("n_params"))
-
-
-def series_label(machine: dict, backend: str | None = None) -> str:
-    """The name of one machine's series in tables and plots: host, CPU or GPU, backend."""
-    host = machine.get("host") or "?"
-    gpu = machine.get("gpu")
-    device = gpu[0]["name"] if gpu else machine.get("cpu") or "?"
-    return f"{host} ({device}{', ' + backend if backend else ''})"
-
-
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class Record:
     model: ModelRef
-    timestamp: str = field(default_factory=now, kw_only=True)
-    machine: dict = field(default_factory=dict, kw_only=True)
-    versions: dict = field(default_factory=dict, kw_only=True)
+    timestamp: str = field(default_factory=now)
+    machine: Machine = field(default_factory=Machine)
+    versions: Versions = field(default_factory=Versions)
 
-    kind: ClassVar[RecordKind] = RecordKind.INSPECT  # set per class; a class attribute, not a field
-
-    def _payload(self) -> dict:
-        raise NotImplementedError
+    kind: ClassVar[RecordKind]
 
     def to_dict(self) -> dict:
-        return {"schema": str(self.kind), "timestamp": self.timestamp, "model": asdict(self.model),
-                **self._payload(), "machine": self.machine, "versions": self.versions}
+        return {"schema": self.kind.schema, **serial.to_dict(self)}
 
-    @staticmethod
-    def _envelope(data: dict) -> dict:
-        return {"model": ModelRef.from_dict(data["model"]), "timestamp": str(data.get("timestamp", "")),
-                "machine": dict(data.get("machine") or {}), "versions": dict(data.get("versions") or {})}
+    @classmethod
+    def from_dict(cls, data: dict):
+        if data.get("schema") != cls.kind.schema:
+            raise serial.ShapeError(f"{cls.__name__}: schema {data.get('schema')!r} is not {cls.kind.schema!r}")
+        return serial.from_dict(cls, {k: v for k, v in data.items() if k != "schema"})
 
     @property
     def host(self) -> str:
-        return series_label(self.machine)
+        return self.machine.series()
 
-    def stamp(self) -> "Record":
-        """Fill machine and versions for a record about to be written on this machine."""
-        from .. import sysinfo, versions
-
-        self.machine = self.machine or sysinfo.machine_block()
-        self.versions = self.versions or versions.versions_block()
-        return self
+    def stamped(self) -> "Record":
+        """This record with this machine's block and versions, where it has none yet."""
+        return dataclasses.replace(self, machine=self.machine if self.machine.host else this_machine(),
+                                   versions=self.versions if self.versions.llama_cpp_python else these_versions())
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class InspectRecord(Record):
-    inspection: dict = field(default_factory=dict)  # inspection.Inspection.to_dict(): `inspect --json`
-    kv_curve: list = field(default_factory=list)  # [n_ctx, kv_bytes, recurrent_bytes, full_gqa_kv_bytes]
+    """The layout and the theoretical footprint of one model under one set of parameters (`inspect`)."""
+
+    inspection: Inspection
+    kv_curve: tuple[KvPoint, ...] = ()
     kind: ClassVar[RecordKind] = RecordKind.INSPECT
 
-    def _payload(self) -> dict:
-        return {"inspection": self.inspection, "kv_curve": self.kv_curve}
+    @property
+    def footprint(self) -> Footprint:
+        return self.inspection.footprint
 
-    @classmethod
-    def from_dict(cls, data: dict) -> "InspectRecord":
-        return cls(inspection=dict(data["inspection"]), kv_curve=list(data.get("kv_curve") or []),
-                   **cls._envelope(data))
+    @property
+    def kv_bytes_per_token(self) -> int:
+        return self.inspection.footprint.kv_bytes_per_token
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.inspection.footprint.kv_bytes
+
+    @property
+    def recurrent_state_bytes(self) -> int:
+        return self.inspection.footprint.recurrent_state_bytes
 
 
-@dataclass
+@dataclass(frozen=True, kw_only=True)
 class VerifyRecord(Record):
-    ok: bool = False
-    settings: CacheSettings = field(default_factory=CacheSettings)  # n_ctx as llama.cpp rounded it
-    theory: dict = field(default_factory=dict)
-    allocations: Allocations = field(default_factory=Allocations)
-    checks: list = field(default_factory=list)
+    """Theory against llama.cpp's own sizes from a no_alloc dry run (`verify`)."""
+
+    params: Params  # n_ctx as llama.cpp rounded it
+    footprint: Footprint
+    allocations: Allocations
+    checks: tuple[Check, ...] = ()
     method: str = "llama.cpp no_alloc dry run (sizes, nothing timed)"
+    gguf: str = ""  # the file llama.cpp sized
+    context_warning: str | None = None  # n_ctx past the trained context (llama.cpp allows it)
     kind: ClassVar[RecordKind] = RecordKind.VERIFY
-
-    def _payload(self) -> dict:
-        return {"ok": self.ok, "settings": asdict(self.settings), "theory": self.theory,
-                "llama_cpp": self.allocations.to_dict(), "method": self.method, "checks": self.checks}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "VerifyRecord":
-        return cls(ok=bool(data["ok"]), settings=CacheSettings(**data["settings"]), theory=dict(data["theory"]),
-                   allocations=Allocations.from_dict(data["llama_cpp"]), checks=list(data.get("checks") or []),
-                   method=str(data.get("method", "")), **cls._envelope(data))
-
-
-@dataclass
-class FitRecord(Record):
-    fit: "FitResult" = None  # noqa: F821 - fit.result.FitResult
-    verify: dict | None = None
-    kind: ClassVar[RecordKind] = RecordKind.FIT
-
-    def _payload(self) -> dict:
-        return {"fit": self.fit.to_dict(), "verify": self.verify}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "FitRecord":
-        from ..fit.result import FitResult
-
-        return cls(fit=FitResult.from_dict(data["fit"]), verify=data.get("verify"), **cls._envelope(data))
-
-
-@dataclass
-class BenchRecord(Record):
-    key: str = ""
-    status: str = "ok"  # "ok" or "failed"
-    reason: str | None = None
-    test: str = ""  # llama-bench's name: pp512, tg128 @ d32768
-    params: dict = field(default_factory=dict)  # the cell's fields + kind, n_tokens, depth, repetitions
-    samples_ns: list = field(default_factory=list)
-    samples_ts: list = field(default_factory=list)
-    avg_ts: float | None = None
-    stddev_ts: float | None = None
-    allocations: Allocations | None = None
-    theory: dict = field(default_factory=dict)
-    diff: dict | None = None
-    memory: dict | None = None
-    roofline: dict | None = None  # bytes per token of this test, achieved bandwidth, MBU (bench.runner)
-    kind: ClassVar[RecordKind] = RecordKind.BENCH
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return all_ok(self.checks)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FitRecord(Record):
+    """Does it fit, with which settings (`fit`), and what llama.cpp allocated where (`--verify`)."""
+
+    fit: FitResult
+    verify: FitVerification | None = None
+    kind: ClassVar[RecordKind] = RecordKind.FIT
 
     @property
-    def cell(self):
-        from ..bench.plan import Cell
+    def rows(self):
+        return self.fit.rows
 
-        return Cell.from_dict(self.params)
+    @property
+    def ok(self) -> bool:
+        return self.verify is None or self.verify.ok
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchRecord(Record):
+    """One timed test in one real context (`bench`), with what the context allocated and the theory beside it."""
+
+    params: Params
+    test: BenchTest
+    repetitions: int
+    samples_ns: tuple[int, ...] = ()
+    reason: str | None = None  # why it failed; None when it was measured
+    allocations: Allocations | None = None
+    memory: Memory | None = None
+    footprint: Footprint | None = None  # theory; None where the parameters have none (theory_error says why)
+    theory_error: str | None = None
+    roofline: Roofline | None = None
+    kind: ClassVar[RecordKind] = RecordKind.BENCH
+
+    @classmethod
+    def of(cls, model: ModelRef, m: Measurement, *, footprint: Footprint | None, theory_error: str | None,
+           roofline: Roofline | None, machine: Machine, versions: Versions) -> "BenchRecord":
+        if m.model_size_bytes is not None:
+            model = dataclasses.replace(model, desc=m.model_desc, size_bytes=m.model_size_bytes, n_params=m.n_params)
+        return cls(model=model, params=m.params, test=m.test, repetitions=m.repetitions, samples_ns=m.samples_ns,
+                   reason=m.reason, allocations=m.allocations, memory=m.memory, footprint=footprint,
+                   theory_error=theory_error, roofline=roofline, machine=machine, versions=versions)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.samples_ns) and self.reason is None
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.ok else "failed"
+
+    @property
+    def samples_ts(self) -> tuple[float, ...]:
+        return tuple(stats.tokens_per_second(self.test.n_tokens, ns) for ns in self.samples_ns)
+
+    @property
+    def avg_ts(self) -> float | None:
+        return stats.mean(self.samples_ts) if self.samples_ns else None
+
+    @property
+    def stddev_ts(self) -> float | None:
+        return stats.stddev(self.samples_ts) if self.samples_ns else None
+
+    @property
+    def spread(self) -> float | None:
+        """stddev / mean of the t/s samples: how far one repetition is from the next."""
+        return self.stddev_ts / self.avg_ts if self.avg_ts else None
 
     @property
     def backend(self) -> str:
-        return "GPU" if self.params.get("n_gpu_layers") else "CPU"
+        return "GPU" if self.params.n_gpu_layers else "CPU"
 
     @property
     def series(self) -> str:
-        return series_label(self.machine, self.backend)
+        return self.machine.series(self.backend)
 
-    def _payload(self) -> dict:
-        return {"key": self.key, "status": self.status, "reason": self.reason, "test": self.test,
-                "params": self.params, "samples_ns": self.samples_ns, "samples_ts": self.samples_ts,
-                "avg_ts": self.avg_ts, "stddev_ts": self.stddev_ts,
-                "llama_cpp": self.allocations.to_dict() if self.allocations else None, "theory": self.theory,
-                "diff": self.diff, "memory": self.memory, "roofline": self.roofline}
+    @property
+    def kv_match(self) -> bool | None:
+        """Whether llama.cpp allocated the KV the theory says (None without both)."""
+        if self.allocations is None or self.footprint is None:
+            return None
+        return printed_equal(self.footprint.kv_bytes, self.allocations.kv_mib)
 
-    @classmethod
-    def from_dict(cls, data: dict) -> "BenchRecord":
-        alloc = data.get("llama_cpp")
-        return cls(key=str(data["key"]), status=str(data["status"]), reason=data.get("reason"),
-                   test=str(data["test"]), params=dict(data["params"]), samples_ns=list(data.get("samples_ns") or []),
-                   samples_ts=list(data.get("samples_ts") or []), avg_ts=data.get("avg_ts"),
-                   stddev_ts=data.get("stddev_ts"), allocations=Allocations.from_dict(alloc) if alloc else None,
-                   theory=dict(data.get("theory") or {}), diff=data.get("diff"), memory=data.get("memory"),
-                   roofline=data.get("roofline"),
-                   **cls._envelope(data))
+    @property
+    def recurrent_match(self) -> bool | None:
+        if self.allocations is None or self.footprint is None:
+            return None
+        return printed_equal(self.footprint.recurrent_state_bytes, self.allocations.recurrent_mib)
 
 
-RECORD_TYPES: dict[str, type[Record]] = {str(k): t for k, t in ((RecordKind.INSPECT, InspectRecord),
-                                                               (RecordKind.VERIFY, VerifyRecord),
-                                                               (RecordKind.FIT, FitRecord),
-                                                               (RecordKind.BENCH, BenchRecord))}
+@dataclass(frozen=True)
+class RooflineRow:
+    depth: int
+    bytes_per_token: int
+    kv_read_bytes: int
+    recurrent_bytes: int
+    tok_s: float
+    full_gqa_bytes_per_token: int
+    full_gqa_tok_s: float
+    measured_tok_s: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RooflineRecord(Record):
+    """Predicted decode t/s at depth from the bytes each token reads, beside full GQA (`roofline`)."""
+
+    params: Params
+    speed_model: SpeedModel
+    weights_read_per_token: int
+    weights_basis: str
+    rows: tuple[RooflineRow, ...] = ()
+    kind: ClassVar[RecordKind] = RecordKind.ROOFLINE
+
+
+RECORD_TYPES: dict[str, type[Record]] = {t.kind.schema: t for t in (InspectRecord, VerifyRecord, FitRecord,
+                                                                       BenchRecord, RooflineRecord)}
+KIND_BY_NAME = {k.value: k for k in RecordKind}
 
 
 def from_dict(data: dict) -> Record:
-    return RECORD_TYPES[data["schema"]].from_dict(data)
+    """Any record from its stored form; ShapeError when it is not one of this version."""
+    schema = data.get("schema") if isinstance(data, dict) else None
+    if schema not in RECORD_TYPES:
+        raise serial.ShapeError(f"not a llamabench record of schema version {SCHEMA_VERSION}: {schema!r}")
+    return RECORD_TYPES[schema].from_dict(data)
 
 
-@dataclass
+def _schema_kind(schema) -> tuple[RecordKind | None, str | None]:
+    """(kind, version) of a schema string like 'llamabench/bench-record/2'; (None, None) if it is not ours."""
+    if not isinstance(schema, str) or not schema.startswith(SCHEMA_PREFIX):
+        return None, None
+    name, _, version = schema.removeprefix(SCHEMA_PREFIX).partition("/")
+    return KIND_BY_NAME.get(name.removesuffix("-record")), version
+
+
+@dataclass(frozen=True)
 class ReadResult:
-    records: list[Record]
-    skipped: int  # lines that were not records of a known kind and shape
+    records: tuple[Record, ...]
+    warnings: tuple[str, ...] = ()  # one per line passed over, naming it
+
+    @property
+    def skipped(self) -> int:
+        return len(self.warnings)
 
 
 def read_records(path: Path) -> ReadResult:
-    """The records of one results file; lines not understood are skipped and counted."""
-    lines = jsonl.read_lines(Path(path))
-    records, skipped = [], lines.skipped
-    for data in lines.objects:
+    """The records of one results file, in order. Raises ResultsFileError for a broken record of this version."""
+    path = Path(path)
+    records, warnings = [], []
+    for number, value in jsonl.read_lines(path):
+        where = f"{path}:{number}"
+        if value is jsonl.NOT_JSON:
+            warnings.append(f"{where}: not JSON (a torn write?), passed over")
+            continue
+        kind, version = _schema_kind(value.get("schema") if isinstance(value, dict) else None)
+        if kind is None:
+            warnings.append(f"{where}: not a llamabench record, passed over")
+            continue
+        if version != str(SCHEMA_VERSION):
+            warnings.append(f"{where}: a {kind} record of schema version {version}; this llamabench reads version "
+                            f"{SCHEMA_VERSION}: passed over")
+            continue
         try:
-            records.append(from_dict(data))
-        except (KeyError, TypeError, ValueError, AttributeError):
-            skipped += 1
-    return ReadResult(records, skipped)
+            records.append(from_dict(value))
+        except serial.ShapeError as exc:
+            raise jsonl.ResultsFileError(f"{where}: broken {kind} record: {exc}",
+                                         hint="fix or delete that line; the other records are intact") from None
+    return ReadResult(tuple(records), tuple(warnings))
 
 
 def append(path: Path, record: Record) -> Record:
-    jsonl.append_line(Path(path), record.stamp().to_dict())
+    """Stamp the record with this machine and versions (where it has none) and append it; returns what was written."""
+    record = record.stamped()
+    jsonl.append_line(Path(path), record.to_dict())
     return record

@@ -14,10 +14,13 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Callable
 
+from .. import architectures
+from .. import gguf_keys as K
 from ..errors import UnsupportedArchitecture
-from ..layout import NEMOTRON_H, ModelGeometry, geometry_from_metadata
+from ..layout import ModelGeometry, geometry_from_metadata
 from ..metadata import ModelMetadata
 from .context import TwinContext
 from .writer import write_gguf
@@ -28,47 +31,13 @@ TWIN_N_EXPERT = 4
 TWIN_N_EXPERT_USED = 2
 TWIN_N_FF_EXP = 32
 
-FAMILY_MODULES = (
-    "qwen35",
-    "plain",
-    "gemma3",
-    "gpt_oss",
-    "granite_hybrid",
-    "lfm2",
-    "jamba",
-    "nemotron_h",
-    "falcon_h1",
-    "deepseek2",
-    "mamba2",
-)
-
-# families whose routed experts are sized by expert_feed_forward_length (the others use feed_forward_length)
-EXPERT_FFN_ARCHITECTURES = frozenset({"qwen3moe", "qwen35moe", "qwen3next", "gpt-oss", "deepseek2"})
-
 # keys that only describe the source file, or that the twin replaces
 DROPPED_KEYS = ("vocab_size", "expert_group_count", "expert_group_used_count")
 
 
-def _families() -> dict[str, object]:
-    families = {}
-    for name in FAMILY_MODULES:
-        module = importlib.import_module(f"llamabench.twin.families.{name}")  # a broken family is a bug: let it show
-        for arch in module.ARCHITECTURES:
-            families[arch] = module
-    return families
-
-
-def twin_architectures() -> tuple[str, ...]:
-    return tuple(sorted(_families()))
-
-
-def family_for(arch: str):
-    families = _families()
-    if arch not in families:
-        raise UnsupportedArchitecture(
-            f"no geometry twin for architecture '{arch}'", hint="twins exist for: " + ", ".join(sorted(families))
-        )
-    return families[arch]
+def family_for(arch: str) -> ModuleType:
+    """The tensor family that writes `arch` (its architectures row names it); a broken family is a bug: let it show."""
+    return importlib.import_module(f"llamabench.twin.families.{architectures.get(arch).twin_family}")
 
 
 def _shrink_count(value, new: int):
@@ -79,6 +48,7 @@ def _shrink_count(value, new: int):
 
 def twin_keys(meta: ModelMetadata, family) -> dict:
     arch = meta.architecture
+    row = architectures.get(arch, meta.source)
     src = meta.keys
     prefix = f"{arch}."
     keys: dict = {k: v for k, v in src.items() if k.startswith(prefix)}
@@ -88,27 +58,28 @@ def twin_keys(meta: ModelMetadata, family) -> dict:
     keys["general.name"] = f"{meta.display_name} geometry twin"
     keys["general.type"] = "model"
 
-    n_head = meta.arch_key("attention.head_count", 0)
+    n_head = meta.arch_key(K.HEAD_COUNT, 0)
     n_head0 = n_head[0] if isinstance(n_head, tuple) else n_head
-    n_embd = meta.arch_key("embedding_length")
+    n_embd = meta.arch_key(K.EMBEDDING_LENGTH)
     if n_head0:
         # head sizes default to n_embd / n_head: pin them before n_embd shrinks
-        keys.setdefault(prefix + "attention.key_length", n_embd // n_head0)
-        keys.setdefault(prefix + "attention.value_length", n_embd // n_head0)
+        keys.setdefault(prefix + K.KEY_LENGTH, n_embd // n_head0)
+        keys.setdefault(prefix + K.VALUE_LENGTH, n_embd // n_head0)
 
-    keys[prefix + "embedding_length"] = getattr(family, "N_EMBD", TWIN_N_EMBD)
+    keys[prefix + K.EMBEDDING_LENGTH] = getattr(family, "N_EMBD", TWIN_N_EMBD)
     # weight-only widths a GGUF may leave out: small stated values, never zero-width tensors (llama.cpp aborts)
-    if arch not in NEMOTRON_H:  # there a per-layer 0 means "a mixer layer": it decides the layout
-        keys.setdefault(prefix + "feed_forward_length", TWIN_N_FF)
-    if keys.get(prefix + "expert_count") and arch in EXPERT_FFN_ARCHITECTURES:
-        keys.setdefault(prefix + "expert_feed_forward_length", TWIN_N_FF_EXP)
-    if prefix + "feed_forward_length" in keys:
-        keys[prefix + "feed_forward_length"] = _shrink_count(keys[prefix + "feed_forward_length"], TWIN_N_FF)
-    if keys.get(prefix + "expert_count"):
-        n_expert = min(int(keys[prefix + "expert_count"]), TWIN_N_EXPERT)
-        keys[prefix + "expert_count"] = n_expert
-        keys[prefix + "expert_used_count"] = _shrink_count(keys.get(prefix + "expert_used_count", 1), min(TWIN_N_EXPERT_USED, n_expert))
-        for suffix in ("expert_feed_forward_length", "expert_shared_feed_forward_length"):
+    if not row.ffn_decides_layout:  # there a per-layer 0 means "a mixer layer": it decides the layout
+        keys.setdefault(prefix + K.FEED_FORWARD_LENGTH, TWIN_N_FF)
+    if keys.get(prefix + K.EXPERT_COUNT) and row.expert_ffn_key == K.EXPERT_FEED_FORWARD_LENGTH:
+        keys.setdefault(prefix + K.EXPERT_FEED_FORWARD_LENGTH, TWIN_N_FF_EXP)
+    if prefix + K.FEED_FORWARD_LENGTH in keys:
+        keys[prefix + K.FEED_FORWARD_LENGTH] = _shrink_count(keys[prefix + K.FEED_FORWARD_LENGTH], TWIN_N_FF)
+    if keys.get(prefix + K.EXPERT_COUNT):
+        n_expert = min(int(keys[prefix + K.EXPERT_COUNT]), TWIN_N_EXPERT)
+        keys[prefix + K.EXPERT_COUNT] = n_expert
+        keys[prefix + K.EXPERT_USED_COUNT] = _shrink_count(keys.get(prefix + K.EXPERT_USED_COUNT, 1),
+                                                           min(TWIN_N_EXPERT_USED, n_expert))
+        for suffix in (K.EXPERT_FEED_FORWARD_LENGTH, K.EXPERT_SHARED_FEED_FORWARD_LENGTH):
             if prefix + suffix in keys:
                 keys[prefix + suffix] = _shrink_count(keys[prefix + suffix], TWIN_N_FF_EXP)
     keys.setdefault(prefix + "attention.layer_norm_rms_epsilon", 1e-6)

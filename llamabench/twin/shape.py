@@ -8,17 +8,15 @@ metadata of, and the parameter count of every tensor class.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
 from pathlib import Path
 
+from .. import gguf_file
 from ..errors import BadModelFile
 from ..layout import geometry_from_metadata
 from ..metadata import ModelMetadata
-from ..paths import cache_dir
-from . import build, context, writer
 from .build import family_for
+from .cache import cached_file
 from .context import TwinContext
 from .writer import TensorSpec, write_gguf
 
@@ -67,21 +65,12 @@ def write_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike) -> Path:
 
 
 def cached_shape_twin(meta: ModelMetadata, label: str) -> Path:
-    files = [build.__file__, context.__file__, writer.__file__, __file__, family_for(meta.architecture).__file__]
-    digest = hashlib.sha256(
-        json.dumps(sorted(meta.keys.items()), default=str).encode() + b"".join(Path(f).read_bytes() for f in files)
-    ).hexdigest()[:10]
-    path = cache_dir() / "shape-twins" / f"{label}-{digest}.gguf"
-    if not path.exists():
-        write_shape_twin(meta, path)
-    return path
+    return cached_file("shape-twins", meta, label, (__file__,), write_shape_twin)
 
 
 def published_weights(source, quant: str | None = None):
     """A catalog model's shape twin (path and metadata) and the published quant its weights scale to: `quant`
     by name, or without one Q4_K_M, else the first published; None where the catalog publishes none."""
-    from .. import gguf_file
-
     path = cached_shape_twin(source.metadata, source.label)
     quants = source.entry.published_quants if source.entry else ()
     if quant is not None:

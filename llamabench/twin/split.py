@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+from gguf import GGUFReader, GGUFValueType, GGUFWriter, Keys
+
 
 def write_split(source: Path, out_dir: Path, n_parts: int) -> list[Path]:
-    import numpy as np
-    from gguf import GGUFReader, GGUFValueType, GGUFWriter, Keys
-
     reader = GGUFReader(source, "r")
     arch = str(reader.fields["general.architecture"].contents())
     stem = source.name.removesuffix(".gguf")

@@ -10,8 +10,6 @@ from __future__ import annotations
 from ..context import TwinContext
 from ..writer import TensorSpec
 
-ARCHITECTURES = ("deepseek2",)
-
 
 def adjust_keys(keys: dict, arch: str) -> None:
     keys.setdefault(f"{arch}.expert_shared_count", 0)

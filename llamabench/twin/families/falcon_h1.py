@@ -12,8 +12,6 @@ from ..context import TwinContext
 from ..writer import TensorSpec
 from .mamba2 import mamba2_mixer
 
-ARCHITECTURES = ("falcon-h1",)
-
 
 def tensors(t: TwinContext) -> list[TensorSpec]:
     E = t.n_embd

@@ -8,8 +8,6 @@ from __future__ import annotations
 from ..context import TwinContext
 from ..writer import TensorSpec
 
-ARCHITECTURES = ("gemma3",)
-
 
 def tensors(t: TwinContext) -> list[TensorSpec]:
     E = t.n_embd

@@ -9,8 +9,6 @@ from __future__ import annotations
 from ..context import TwinContext
 from ..writer import TensorSpec
 
-ARCHITECTURES = ("gpt-oss",)
-
 
 def tensors(t: TwinContext) -> list[TensorSpec]:
     E, H = t.n_embd, t.n_head

@@ -12,8 +12,6 @@ from ..context import TwinContext
 from ..writer import TensorSpec
 from .mamba2 import _big, mamba2_mixer, pin_hidden_to_inner
 
-ARCHITECTURES = ("granitehybrid",)
-
 
 adjust_keys = pin_hidden_to_inner
 

@@ -11,8 +11,6 @@ from ..context import TwinContext
 from ..writer import TensorSpec
 from .mamba2 import _big, pin_hidden_to_inner
 
-ARCHITECTURES = ("jamba",)
-
 
 adjust_keys = pin_hidden_to_inner
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 from ..context import TwinContext
 from ..writer import TensorSpec
 
-ARCHITECTURES = ("lfm2",)
-
 # type of the all-zero n_embd x n_embd matrices: tq1_0, not q4_0 (on AMX CPUs a q4_0 zero matrix
 # crashed llama.cpp's AMX mul_mat during decode; see mamba2._big)
 BIG = "tq1_0"

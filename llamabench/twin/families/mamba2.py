@@ -11,8 +11,6 @@ from __future__ import annotations
 from ..context import TwinContext
 from ..writer import TensorSpec
 
-ARCHITECTURES = ("mamba2",)
-
 # 64 layers x ssm_in {E, 2*d_inner + 2*n_group*d_state + n_head} in f16 would pass 200 MB at 64
 N_EMBD = 32
 

@@ -14,8 +14,6 @@ from ..context import TwinContext
 from ..writer import TensorSpec
 from .mamba2 import mamba2_mixer
 
-ARCHITECTURES = ("nemotron_h", "nemotron_h_moe")
-
 
 def adjust_keys(keys: dict, arch: str) -> None:
     # the loader requires layer_norm_epsilon (the MTP head's final norm) even without an MTP head

@@ -8,8 +8,6 @@ from __future__ import annotations
 from ..context import TwinContext
 from ..writer import TensorSpec
 
-ARCHITECTURES = ("qwen35", "qwen35moe", "qwen3next")
-
 
 def adjust_keys(keys: dict, arch: str) -> None:
     keys.setdefault(f"{arch}.rope.dimension_sections", (11, 11, 10, 0))

@@ -28,8 +28,10 @@ class Progress:
         return f"ETA {elapsed / self.done * (self.n_tests - self.done):.0f}s"
 
     def __call__(self, kind: str, data) -> None:
-        if kind == "cell":
-            c = data["cell"]
+        if kind == "plan":
+            self.n_tests = data["tests"]
+        elif kind == "cell":
+            c = data["params"]
             self.cell = f"cell {data['index'] + 1}/{data['total']} n_ctx={c.n_ctx} K={c.type_k} V={c.type_v} fa={int(c.flash_attn)}"
             self._show(f"[{self.cell}] creating context")
         elif kind == "fill":
@@ -37,10 +39,11 @@ class Progress:
             left = (data["total"] - data["done"]) / rate if rate else 0
             self._show(f"[{self.cell}] filling to depth {data['depth']}: {data['done']}/{data['total']} tokens, "
                        f"{rate:.0f} t/s, fill ETA {left:.0f}s")
-        elif kind == "record":
+        elif kind == "measured":
+            m = data["measurement"]
             self.done += 1
-            status = "ok" if data.ok else "FAILED"
-            self._show(f"[{self.cell}] {data.test} {status} ({self.done}/{self.n_tests} tests, {self._eta()})")
+            status = "ok" if m.samples_ns and m.reason is None else "FAILED"
+            self._show(f"[{self.cell}] {m.test.name} {status} ({self.done}/{self.n_tests} tests, {self._eta()})")
 
     def close(self) -> None:
         if self.enabled:

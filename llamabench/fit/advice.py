@@ -1,0 +1,54 @@
+"""What to run: the llama-server command and the Llama() call of a fit row, and the placement in words.
+
+Part of the fit answer (services), shared by every printer; the command lines are built from the
+row's parameters, the same ones `fit --verify` creates.
+"""
+
+from __future__ import annotations
+
+from ..cache_types import ggml_type_id
+from .result import FitResult
+from .search import FitRow, Placement, PlacementKind
+
+
+def describe_placement(p: Placement, n_layer_all: int) -> str:
+    if p.kind is PlacementKind.ALL:
+        return "all layers on the card"
+    if p.kind is PlacementKind.RAM:
+        return "everything in system RAM"
+    if p.kind is PlacementKind.N_CPU_MOE:
+        return f"experts of layers 0-{p.value - 1} in RAM (--n-cpu-moe {p.value})"
+    if p.value > n_layer_all:
+        return f"all {n_layer_all + 1} layers on the card (-ngl {p.value})"
+    return f"{p.value} of {n_layer_all + 1} layers on the card (-ngl {p.value})"
+
+
+def short_placement(p: Placement) -> str:
+    """For plot labels: the flag alone."""
+    return {PlacementKind.ALL: "all on card", PlacementKind.RAM: "all in RAM",
+            PlacementKind.N_CPU_MOE: f"--n-cpu-moe {p.value}", PlacementKind.NGL: f"-ngl {p.value}"}[p.kind]
+
+
+def llama_server_command(result: FitResult, row: FitRow) -> str:
+    s, p = row.settings, row.placement
+    ngl = "99" if p.kind in (PlacementKind.ALL, PlacementKind.N_CPU_MOE) else str(p.value)
+    cmd = f"llama-server -m {result.model_hint} -c {s.n_ctx} -ngl {ngl} -fa {'on' if s.flash_attn else 'off'}"
+    cmd += f" -ctk {s.type_k} -ctv {s.type_v}"
+    if p.kind is PlacementKind.N_CPU_MOE:
+        cmd += f" --n-cpu-moe {p.value}"
+    return " ".join([cmd, *result.server_args])
+
+
+def python_call(result: FitResult, row: FitRow) -> str:
+    if row.placement.kind is PlacementKind.N_CPU_MOE:
+        # Llama() has no tensor buffer overrides, so it cannot keep experts in RAM: offer the -ngl row
+        alt = [x for x in result.rows if x.budget_label == row.budget_label and x.settings == row.settings
+               and x.placement.kind is PlacementKind.NGL and x.fits]
+        if not alt:
+            return "# llama_cpp.Llama() cannot keep experts in RAM (no tensor buffer overrides): use llama-server"
+        return python_call(result, alt[0]) + "  # Llama() cannot keep experts in RAM: fewer layers on the card instead"
+    s, p = row.settings, row.placement
+    ngl = {PlacementKind.ALL: "-1", PlacementKind.RAM: "0"}.get(p.kind, str(p.value))
+    return (f'llama_cpp.Llama(model_path="{result.model_hint}", n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
+            f"flash_attn={s.flash_attn}, type_k={ggml_type_id(s.type_k)}, type_v={ggml_type_id(s.type_v)}, "
+            f"swa_full=False)")

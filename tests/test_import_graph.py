@@ -1,0 +1,143 @@
+"""The package's import graph: no cycle between modules or packages (deferred imports included), no import of a
+higher layer from a lower one, no deferred import of our own code, and `import llamabench` loads no llama_cpp,
+matplotlib or huggingface_hub. Read from the source with ast: nothing is imported to find the edges."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "llamabench"
+
+# The layers, lowest first; a module may import its own layer or lower ones only.
+LAYERS = (
+    ("core", ("errors", "units", "serial", "params", "cache_types", "gguf_keys", "metadata", "architectures",
+              "layout", "footprint", "allocations", "verification", "weights", "speed", "stats", "validate",
+              "inspection", "projector", "versions", "paths", "bandwidth")),
+    ("adapters", ("gguf_file", "catalog", "remote", "sysinfo")),
+    ("llama.cpp runs", ("llama",)),
+    ("services", ("twin", "source", "bench", "fit")),
+    ("records", ("results",)),
+    ("printers", ("render", "report")),
+    ("api", ("api",)),
+    ("commands", ("commands", "cli", "__init__")),
+)
+LAYER_OF = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
+# outside libraries a function may import late: heavy or optional, kept off `import llamabench`
+DEFERRED_OK = ("llama_cpp", "matplotlib", "huggingface_hub", "pynvml")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in ROOT.rglob("*.py")}
+
+
+def imports(name: str) -> list[tuple[str, bool, int]]:
+    """(imported module, deferred?, line) for every import statement of one module, ours resolved to modules."""
+    path = MODULES[name]
+    tree = ast.parse(path.read_text())
+    top = {id(node) for node in tree.body}
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            targets = [f"{module}.{a.name}" if f"{module}.{a.name}" in MODULES else module for a in node.names]
+        else:
+            continue
+        for target in targets:
+            out.append((target, id(node) not in top, node.lineno))
+    return out
+
+
+def internal_edges() -> dict[str, set[str]]:
+    return {name: {t for t, _, _ in imports(name) if t in MODULES and t != name} for name in MODULES}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan)."""
+    index, low, stack, on_stack, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def unit(module: str) -> str:
+    """A module's package below llamabench (llamabench.fit.search -> fit), or its own name at the top."""
+    parts = module.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def test_every_module_has_a_layer():
+    assert {unit(m) for m in MODULES} <= set(LAYER_OF), sorted({unit(m) for m in MODULES} - set(LAYER_OF))
+
+
+def test_no_cycle_between_modules():
+    assert cycles(internal_edges()) == []
+
+
+def test_no_cycle_between_packages():
+    graph: dict[str, set[str]] = {}
+    for a, targets in internal_edges().items():
+        graph.setdefault(unit(a), set()).update(unit(b) for b in targets if unit(b) != unit(a))
+    assert cycles(graph) == []
+
+
+def test_no_import_of_a_higher_layer():
+    upward = [f"{a} ({LAYERS[LAYER_OF[unit(a)]][0]}) imports {b} ({LAYERS[LAYER_OF[unit(b)]][0]})"
+              for a, targets in internal_edges().items() for b in targets if LAYER_OF[unit(b)] > LAYER_OF[unit(a)]]
+    assert upward == []
+
+
+def test_deferred_imports_only_keep_heavy_libraries_out():
+    late = [f"{MODULES[name].relative_to(ROOT.parent)}:{line}: {target}" for name in MODULES
+            for target, deferred, line in imports(name)
+            if deferred and target.split(".")[0] not in DEFERRED_OK]
+    assert late == []
+
+
+def test_import_llamabench_loads_no_heavy_library():
+    code = ("import sys, llamabench; import llamabench.cli; "
+            "print(sorted(m for m in ('llama_cpp', 'matplotlib', 'huggingface_hub') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_graph_reader_sees_a_cycle():
+    """The checks can fail: a made-up pair of modules that import each other is a cycle."""
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
