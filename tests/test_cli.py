@@ -78,3 +78,26 @@ def test_roofline_for_a_card(capsys):
     assert deep.kv_read_bytes == 20480 * 131072  # 10 cached layers x 2,048 B per cell
     assert deep.full_gqa_bytes_per_token - deep.bytes_per_token == (81920 - 20480) * 131072 - deep.recurrent_bytes
     assert deep.tok_s > 2 * deep.full_gqa_tok_s  # the hybrid layout's gain at 128k
+
+
+def test_roofline_calibrates_with_calibrate_not_results(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["roofline", "qwen3-30b-a3b", "--card", "rtx-4090", "--results", str(tmp_path / "bench.jsonl")])
+    assert exc.value.code == 2 and "--results" in capsys.readouterr().err
+    assert not (tmp_path / "bench.jsonl").exists()  # nothing appended to the user's bench file
+    assert main(["roofline", "qwen3-30b-a3b", "--calibrate", str(tmp_path / "none.jsonl")]) == 2
+    assert "no such results file" in capsys.readouterr().err
+
+
+def test_an_old_results_file_says_why_it_holds_nothing(tmp_path, capsys):
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({"schema": "llamabench/bench-record/1", "key": "c4096|pp512"}) + "\n")
+    assert main(["report", str(old), "--out-dir", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "schema version 1" in err and "old.jsonl:1" in err
+
+
+def test_json_carries_a_summary_for_scripts(capsys):
+    assert main(["inspect", "qwen3-5-35b-a3b", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert summary["kv_bytes_per_token"] == 20480 and summary["reduction"] == 4.0 and summary["kv_bytes"] == 2560 * 2**20

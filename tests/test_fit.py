@@ -28,7 +28,8 @@ def twin_path(tmp_path_factory):
 
 def test_fits_by_a_margin_and_misses_by_a_margin(twin_path):
     # KV alone at 32768 f16 is 3 GiB for this geometry (98,304 B/token)
-    result = lb.fit(str(twin_path), vram="8GiB,2GiB", n_ctx=32768, type_k="f16", type_v="f16").fit
+    record = lb.fit(str(twin_path), vram="8GiB,2GiB", n_ctx=32768, type_k="f16", type_v="f16", n_gpu_layers=None)
+    result = record.fit  # n_gpu_layers=None: the default, a search
     big = result.rows_for("8GiB", 32768)[0]
     assert big.fits and big.parts.total < 8 * 2**30 - 3 * 2**30  # fits with more than 3 GiB to spare
     assert big.parts.kv == 98304 * 32768
@@ -38,6 +39,9 @@ def test_fits_by_a_margin_and_misses_by_a_margin(twin_path):
     best = result.recommended("8GiB", 32768)
     assert best.placement.kind is PlacementKind.ALL and "-c 32768" in llama_server_command(result, best)
     assert result.recommended("2GiB", 32768).placement.kind is not PlacementKind.ALL  # only fewer layers fit
+    summary = record.to_dict()["summary"]["recommendations"]  # what `fit --json` gives a script
+    assert summary[0]["budget"] == "8GiB" and summary[0]["llama_server"] == llama_server_command(result, best)
+    assert result.rows[summary[1]["row"]] == result.recommended("2GiB", 32768)
 
 
 def _allocated_bytes(path, n_ctx: int) -> int:

@@ -141,3 +141,15 @@ def test_import_llamabench_loads_no_heavy_library():
 def test_the_graph_reader_sees_a_cycle():
     """The checks can fail: a made-up pair of modules that import each other is a cycle."""
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def test_twin_families_cannot_close_a_hidden_cycle():
+    """twin/build.py imports the family an architecture row names (importlib: no edge this reader sees);
+    so a family may import only what sits below twin/build: the writer, the context, other families, core."""
+    allowed = {"llamabench.twin.context", "llamabench.twin.writer"}
+    for name, targets in internal_edges().items():
+        if name.startswith("llamabench.twin.families."):
+            bad = {t for t in targets if t.startswith("llamabench.twin.") and t not in allowed
+                   and not t.startswith("llamabench.twin.families")}
+            bad |= {t for t in targets if not t.startswith("llamabench.twin.") and LAYER_OF[unit(t)] > 0}
+            assert not bad, (name, bad)

@@ -11,7 +11,6 @@ import json
 import pytest
 
 import llamabench as lb
-import real_model
 from llamabench.cli import main
 from llamabench.fit.advice import llama_server_command
 from llamabench.fit.search import PlacementKind
@@ -20,14 +19,6 @@ from llamabench.results.records import BenchRecord, InspectRecord
 pytestmark = pytest.mark.slow
 
 MIB = 2**20
-
-
-@pytest.fixture(scope="module")
-def gemma():
-    path, why = real_model.fetch()
-    if path is None:
-        pytest.skip(why)
-    return path
 
 
 def test_inspect_warns_past_the_trained_context(gemma, capsys):

@@ -21,9 +21,7 @@ Event = Callable[[str, dict], None]  # progress: ("cell" | "alloc" | "fill" | "m
 
 @dataclass(frozen=True)
 class SweepOutcome:
-    measured: int
-    failed: int
-    skipped: int
+    skipped: int  # tests `done` said were measured already
     interrupted: bool = False
 
 
@@ -48,7 +46,7 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
               on_event: Event | None = None, rpc: str | None = None) -> SweepOutcome:
     """Every configuration in a child of its own; `save` gets each Measurement at once; `done` says what to skip."""
     notify = on_event or (lambda kind, data: None)
-    measured = failed = skipped = 0
+    skipped = 0
     for index, params in enumerate(configurations):
         todo = [t for t in tests if not done(params, t)]
         skipped += len(tests) - len(todo)
@@ -60,15 +58,12 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
         state: dict = {"alloc": None}
 
         def keep(test: BenchTest, samples_ns=(), reason: str | None = None) -> None:
-            nonlocal measured, failed
             alloc = state["alloc"] or {}
             m = Measurement(params, test, repetitions, tuple(samples_ns or ()), reason,
                             Allocations.from_dict(alloc["allocations"]) if alloc else None,
                             _memory(alloc) if alloc else None, alloc.get("model_desc"), alloc.get("model_size_bytes"),
                             alloc.get("n_params"))
             reported.add(test.name)
-            measured += 1
-            failed += reason is not None or not samples_ns
             save(m)
             notify("measured", {"measurement": m})
 
@@ -87,7 +82,7 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
         try:
             child = run_child(job, on_child)
         except KeyboardInterrupt:
-            return SweepOutcome(measured, failed, skipped, interrupted=True)
+            return SweepOutcome(skipped, interrupted=True)
         failure = child.failure or "the child process ended before this test"
         if child.returncode < 0 and params.repack:
             failure += ("; llama.cpp died with the CPU's repacked weights on (CPU_REPACK / AMX): "
@@ -96,4 +91,4 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
             if test.name not in reported:
                 keep(test, reason=failure)
         notify("cell_done", {"index": index, "total": len(configurations), "params": params})
-    return SweepOutcome(measured, failed, skipped)
+    return SweepOutcome(skipped)

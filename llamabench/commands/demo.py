@@ -16,7 +16,7 @@ from ..errors import LlamabenchError
 from ..fit.search import PlacementKind, recommend
 from ..footprint import KV_PAD
 from ..llama import engine
-from ..params import DEFAULT_N_CTX, OutputFormat
+from ..params import OutputFormat
 from ..paths import reports_dir
 from ..render.bench import render as render_bench
 from ..render.fit import render_text
@@ -71,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
     results = out_dir / "results.jsonl"
     check_destination(results)
     gpu = engine.supports_gpu_offload()
-    n_ctx = args.n_ctx or DEFAULT_N_CTX
+    # -c 0: the model's trained length, as llama.cpp reads it
+    n_ctx = args.n_ctx or api.inspect(args.model, n_ctx=0).footprint.shape.n_ctx
     test_tokens = args.n_prompt + args.n_gen
     if args.n_depth is not None:
         depths = sorted(set(args.n_depth))
@@ -105,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
 
     def verify_step() -> bool:
         record = api.verify(args.model, n_ctx=n_ctx, results=results)
+        if record.context_warning:
+            warn(record.context_warning)
         print(render_verify(record))
         return record.ok
 
@@ -115,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         return True
 
     def bench_step() -> bool:
-        ngl = _recommended_ngl(fits[-1]) if gpu and fits else 0
+        ngl = (_recommended_ngl(fits[-1]) if fits else 99) if gpu else 0
         progress = Progress(0, enabled=sys.stderr.isatty())
         try:
             run_ = api.bench(args.model, n_ctx=n_ctx, n_prompt=args.n_prompt, n_gen=args.n_gen, n_depth=depths,
@@ -125,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
             progress.close()
         if run_.records:
             print(render_bench(list(run_.records), str(OutputFormat.MD)))
+        print(f"{len(run_.records)} tests recorded in {run_.results}" + (f", {run_.failed} failed" if run_.failed
+                                                                       else ""), file=sys.stderr)
         return not run_.failed and not run_.interrupted
 
     def report_step() -> bool:

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     def render(r, fmt: str) -> str:
         text = render_text(r.fit, fmt)
-        return text + ("\n\n" + render_verification(r.verify) if r.verify and fmt == "text" else "")
+        return text + ("\n\n" + render_verification(r.verify) if r.verify and fmt != "csv" else "")
 
     show(record, args.output, render)
     return 0 if record.ok else 1

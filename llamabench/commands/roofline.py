@@ -16,10 +16,13 @@ EXAMPLES = """examples:
   llamabench roofline model.gguf --calibrate bench.jsonl        # calibrated on your own measured depths
 Time per token = bytes read / bandwidth + attention FLOPs / compute. A card's published bandwidth
 and FP32 throughput are scaled by stated efficiencies (--bw-eff 0.70, --compute-eff 0.30); with
---calibrate the two ceilings are calibrated from two measured tg depths of this model instead.
+--calibrate FILE (bench results) the two ceilings are calibrated from two measured tg depths of this model
+instead (it was --results FILE before).
 The full-GQA column is the same model with every mixer layer cached as full attention.
 """
-OPTIONS = ("card", "bandwidth", "tflops", "bw_eff", "compute_eff", "calibrate", "quant", "results")
+# no --results here: a prediction is not a measurement to keep (and the older `--results FILE` meant
+# "calibrate on FILE": it now fails in one line rather than append to the user's bench file)
+OPTIONS = ("card", "bandwidth", "tflops", "bw_eff", "compute_eff", "calibrate", "quant")
 PARAMS = ("n_ctx", "type_k", "type_v")
 
 

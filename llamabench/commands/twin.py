@@ -29,6 +29,11 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or Path(f"{source.label}-twin.gguf")
     if out.is_dir():
         raise UsageError(f"--out {out} is a folder: give the file to write, e.g. {out / (source.label + '-twin.gguf')}")
+    for folder in out.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise UsageError(f"--out {out}: {folder} is a file, not a folder")
+            break
     show = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.matrix:
         result = api.verify_matrix(args.model)
-        show(result, args.output, lambda r, fmt: render_matrix(r))
+        show(result, args.output, render_matrix)
         return 0 if result.ok else 1
     record = api.verify(args.model, results=args.results, **keywords(args, api.INSPECT_PARAMS))
     if record.context_warning:

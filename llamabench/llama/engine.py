@@ -81,10 +81,6 @@ def captured_log():
             _buffer = None
 
 
-def llama_cpp_version() -> str:
-    return _llama().__version__
-
-
 GGML_BACKEND_DEVICE_TYPE_GPU = 1  # ggml-backend.h: CPU 0, GPU 1, IGPU 2, ACCEL 3
 
 

@@ -21,7 +21,10 @@ def _verdict(r: BenchRecord) -> str:
 
 
 FIELDS: tuple[Field, ...] = (
-    Field("model", "model", lambda r: r.model.label + (" (twin)" if r.model.is_twin else ""), views=SPEED),
+    Field("model_shown", "model", lambda r: r.model.label + (" (twin)" if r.model.is_twin else ""), views=SPEED,
+          csv=False),
+    Field("model", "model", lambda r: r.model.label, views=NONE),
+    Field("is_twin", "twin", lambda r: r.model.is_twin, views=NONE),
     Field("model_size_bytes", "size", lambda r: r.model.size_bytes, lambda v: f"{v / GIB:.2f} GiB", "r", SPEED),
     Field("model_n_params", "params", lambda r: r.model.n_params, lambda v: f"{v / 1e6:.2f} M", "r", SPEED),
     Field("backend", "backend", lambda r: r.backend, views=SPEED),
@@ -37,7 +40,7 @@ FIELDS: tuple[Field, ...] = (
     Field("repack", "repack", lambda r: int(r.params.repack), views=NONE),
     Field("test", "test", lambda r: r.test.name, views=SPEED),
     Field("depth", "depth", lambda r: r.test.depth, views=NONE),
-    Field("t_s", "t/s", _ts, align="r", views=SPEED),
+    Field("t_s", "t/s", _ts, align="r", views=SPEED, csv=False),
     Field("status", "status", lambda r: r.status, views=NONE),
     Field("avg_ts", "avg t/s", lambda r: r.avg_ts, fixed2, "r", NONE),
     Field("stddev_ts", "stddev t/s", lambda r: r.stddev_ts, fixed2, "r", NONE),
@@ -55,7 +58,9 @@ FIELDS: tuple[Field, ...] = (
           MEMORY),
     Field("gpu_delta_bytes", "GPU delta MiB", lambda r: r.memory.gpu_delta_bytes if r.memory else None, mib, "r",
           NONE),
-    Field("theory_vs_llama_cpp", "theory vs llama.cpp", _verdict, views=MEMORY),
+    Field("theory_vs_llama_cpp", "theory vs llama.cpp", _verdict, views=MEMORY, csv=False),
+    Field("kv_match", "KV match", lambda r: r.kv_match, views=NONE),
+    Field("recurrent_match", "recurrent match", lambda r: r.recurrent_match, views=NONE),
     Field("bytes_per_token", "bytes/token", lambda r: r.roofline.bytes_per_token if r.roofline else None, views=NONE),
     Field("mbu", "MBU", lambda r: r.roofline.mbu if r.roofline else None, views=NONE),
     Field("reason", "reason", lambda r: r.reason, views=NONE),

@@ -28,6 +28,7 @@ class Field:
     show: Callable[[Any], str] = _text
     align: str = "l"
     views: frozenset[str] = frozenset({"table"})  # empty: CSV only
+    csv: bool = True  # False for a column that is text made for people (its raw value is another field)
 
     def cell(self, row) -> str:
         value = self.get(row)
@@ -53,7 +54,7 @@ def table(rows: Iterable, fields: Sequence[Field], fmt: str, *, view_name: str =
     if fmt == "csv":
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        chosen = [*lead, *fields]
+        chosen = [f for f in (*lead, *fields) if f.csv]
         writer.writerow([f.name for f in chosen])
         for row in rows:
             writer.writerow(["" if (v := f.get(row)) is None else v for f in chosen])

@@ -52,7 +52,16 @@ def render_verify(record: VerifyRecord, fmt: str = "text") -> str:
     return "\n".join(out)
 
 
-def render_matrix(result: MatrixResult) -> str:
+MATRIX_FIELDS = (
+    Field("params", "parameters", lambda c: c.params.label),
+    Field("ok", "", lambda c: "ok" if c.ok else "MISMATCH"),
+    Field("mismatches", "mismatches", lambda c: "; ".join(c.mismatches)),
+)
+
+
+def render_matrix(result: MatrixResult, fmt: str = "text") -> str:
+    if fmt in ("csv", "md"):
+        return table(result.cells, MATRIX_FIELDS, fmt)
     bad = [line for cell in result.cells for line in cell.mismatches]
     n_bad = sum(not c.ok for c in result.cells)
     out = [f"{result.model}: {len(result.cells)} cells, {len(result.cells) - n_bad} match, {n_bad} differ "

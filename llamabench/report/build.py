@@ -124,7 +124,10 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
     if ins_record is None:
         raise LlamabenchError(f"{results.label}: the results hold no inspect record "
                               f"(run `llamabench inspect MODEL --results FILE` for this model)")
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LlamabenchError(f"{out_dir}: cannot be made a report folder ({exc.strerror})") from None
     inspection, curve = ins_record.inspection, ins_record.kv_curve
     name = results.name or inspection.name
 

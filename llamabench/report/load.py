@@ -63,7 +63,8 @@ def load_results(paths: list[Path]) -> tuple[dict[str, ModelResults], list[str]]
         read = read_records(path)
         warnings += read.warnings
         if not read.records:
-            raise LlamabenchError(f"{path}: holds no llamabench records")
+            passed_over = f" ({read.warnings[0]}; {read.skipped} line(s) passed over)" if read.warnings else ""
+            raise LlamabenchError(f"{path}: holds no llamabench records{passed_over}")
         for record in read.records:
             entry = models.setdefault(record.model.label, ModelResults(record.model.label))
             entry.name = entry.name or record.model.name

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..fit.advice import short_placement
 from ..footprint import KvPoint
+from ..params import DEFAULT_N_CTX
 from ..units import GIB
 
 CARDS = (16, 24)
@@ -39,7 +40,7 @@ def _save(fig, out_dir: Path, name: str) -> list[Path]:
 
 
 def kv_vs_context(out_dir: Path, name: str, curve: tuple[KvPoint, ...], comparisons: dict[str, tuple[KvPoint, ...]],
-                  weights_on_card: int | None, reserve: int, mark_ctx: int = 131072) -> list[Path]:
+                  weights_on_card: int | None, reserve: int, mark_ctx: int = DEFAULT_N_CTX) -> list[Path]:
     """KV (+ recurrent state) against n_ctx: this model, its full-GQA skeleton, comparisons, card budgets."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 4.8))

@@ -20,6 +20,7 @@ from typing import ClassVar
 from .. import serial, stats
 from ..allocations import Allocations, printed_equal
 from ..bench.measure import Measurement, Memory, Roofline
+from ..fit.advice import llama_server_command, python_call
 from ..fit.result import FitResult
 from ..fit.verify import FitVerification
 from ..footprint import Footprint, KvPoint
@@ -62,13 +63,20 @@ class Record:
     kind: ClassVar[RecordKind]
 
     def to_dict(self) -> dict:
-        return {"schema": self.kind.schema, **serial.to_dict(self)}
+        """The stored form: the schema, every field, and a `summary` of derived values for scripts (`jq .summary`),
+        which from_dict passes over: it is computed from the fields."""
+        data = {"schema": self.kind.schema, **serial.to_dict(self)}
+        summary = self.summary()
+        return data | {"summary": summary} if summary else data
+
+    def summary(self) -> dict:
+        return {}
 
     @classmethod
     def from_dict(cls, data: dict):
         if data.get("schema") != cls.kind.schema:
             raise serial.ShapeError(f"{cls.__name__}: schema {data.get('schema')!r} is not {cls.kind.schema!r}")
-        return serial.from_dict(cls, {k: v for k, v in data.items() if k != "schema"})
+        return serial.from_dict(cls, {k: v for k, v in data.items() if k not in ("schema", "summary")})
 
     @property
     def host(self) -> str:
@@ -104,6 +112,15 @@ class InspectRecord(Record):
     def recurrent_state_bytes(self) -> int:
         return self.inspection.footprint.recurrent_state_bytes
 
+    def summary(self) -> dict:
+        fp, ins = self.footprint, self.inspection
+        return {"n_ctx": fp.shape.n_ctx, "kv_bytes_per_token": fp.kv_bytes_per_token,
+                "full_gqa_kv_bytes_per_token": fp.full_gqa_kv_bytes_per_token,
+                "reduction": None if fp.reduction is None else round(fp.reduction, 4), "kv_bytes": fp.kv_bytes,
+                "swa_kv_bytes": fp.swa_kv_bytes, "recurrent_state_bytes": fp.recurrent_state_bytes,
+                "n_ctx_train": ins.geometry.n_ctx_train, "beyond_trained_context": ins.beyond_trained_context,
+                "published_kv_matches": ins.published_kv_matches}
+
 
 @dataclass(frozen=True, kw_only=True)
 class VerifyRecord(Record):
@@ -122,6 +139,11 @@ class VerifyRecord(Record):
     def ok(self) -> bool:
         return all_ok(self.checks)
 
+    def summary(self) -> dict:
+        return {"ok": self.ok, "kv_bytes": self.footprint.kv_bytes, "kv_bytes_llama_cpp": self.allocations.kv_bytes,
+                "recurrent_state_bytes": self.footprint.recurrent_state_bytes,
+                "recurrent_state_bytes_llama_cpp": self.allocations.recurrent_bytes}
+
 
 @dataclass(frozen=True, kw_only=True)
 class FitRecord(Record):
@@ -138,6 +160,20 @@ class FitRecord(Record):
     @property
     def ok(self) -> bool:
         return self.verify is None or self.verify.ok
+
+    def summary(self) -> dict:
+        """Per budget and context: the recommended row (its index in `fit.rows`), and what to run."""
+        recommendations = []
+        for budget in self.fit.budgets:
+            for n_ctx in self.fit.contexts:
+                best = self.fit.recommended(budget.label, n_ctx)
+                recommendations.append({
+                    "budget": budget.label, "n_ctx": n_ctx, "fits": best is not None,
+                    "row": self.fit.rows.index(best) if best else None,
+                    "total_bytes": best.parts.total if best else None,
+                    "llama_server": llama_server_command(self.fit, best) if best else None,
+                    "python": python_call(self.fit, best) if best else None})
+        return {"ok": self.ok, "recommendations": recommendations}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,6 +208,10 @@ class BenchRecord(Record):
     @property
     def status(self) -> str:
         return "ok" if self.ok else "failed"
+
+    def summary(self) -> dict:
+        return {"status": self.status, "avg_ts": self.avg_ts, "stddev_ts": self.stddev_ts, "kv_match": self.kv_match,
+                "recurrent_match": self.recurrent_match}
 
     @property
     def samples_ts(self) -> tuple[float, ...]:

@@ -88,8 +88,10 @@ class TwinContext:
             specs.append(self.mat("output.weight", E, V))
         return specs
 
-    def moe(self, il: int, *, shared: bool = False, gate_inp_shexp: bool = False, bias: bool = False) -> list[TensorSpec]:
-        E, X, F = self.n_embd, self.n_expert, self.n_ff_exp
+    def moe(self, il: int, *, shared: bool = False, gate_inp_shexp: bool = False, bias: bool = False,
+            n_ff_exp: int | None = None, n_ff_shexp: int | None = None) -> list[TensorSpec]:
+        """Routed experts (widths n_ff_exp, default expert_feed_forward_length), and a shared expert."""
+        E, X, F = self.n_embd, self.n_expert, n_ff_exp or self.n_ff_exp
         p = f"blk.{il}."
         specs = [
             self.mat(p + "ffn_gate_inp.weight", E, X, dtype="f32"),
@@ -105,7 +107,7 @@ class TwinContext:
                 self.mat(p + "ffn_down_exps.bias", E, X, dtype="f32"),
             ]
         if shared:
-            S = self.n_ff_shexp
+            S = n_ff_shexp or self.n_ff_shexp
             specs += [
                 self.mat(p + "ffn_gate_shexp.weight", E, S),
                 self.mat(p + "ffn_up_shexp.weight", E, S),

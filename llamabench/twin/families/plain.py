@@ -42,25 +42,10 @@ def adjust_keys(keys: dict, arch: str) -> None:
 
 
 def _experts(t: TwinContext, il: int, expert_ffn_key: str) -> list[TensorSpec]:
-    E, X = t.n_embd, t.n_expert
-    F = t.per_layer(expert_ffn_key, il)
-    F = F or t.n_ff(il) // max(t.per_layer(K.EXPERT_USED_COUNT, il, 1), 1)
-    p = f"blk.{il}."
-    specs = [
-        t.mat(p + "ffn_gate_inp.weight", E, X, dtype="f32"),
-        t.mat(p + "ffn_gate_exps.weight", E, F, X),
-        t.mat(p + "ffn_up_exps.weight", E, F, X),
-        t.mat(p + "ffn_down_exps.weight", F, E, X),
-    ]
-    if t.architecture in SHARED_EXPERT:
-        S = t.n_ff_shexp or t.n_ff(il)
-        specs += [
-            t.vec(p + "ffn_gate_inp_shexp.weight", E),
-            t.mat(p + "ffn_gate_shexp.weight", E, S),
-            t.mat(p + "ffn_up_shexp.weight", E, S),
-            t.mat(p + "ffn_down_shexp.weight", S, E),
-        ]
-    return specs
+    """Routed experts of n_ff_exp (else n_ff / n_expert_used, as qwen2moe.cpp and llama.cpp size them)."""
+    width = t.per_layer(expert_ffn_key, il) or t.n_ff(il) // max(t.per_layer(K.EXPERT_USED_COUNT, il, 1), 1)
+    shared = t.architecture in SHARED_EXPERT
+    return t.moe(il, n_ff_exp=width, shared=shared, gate_inp_shexp=shared, n_ff_shexp=t.n_ff_shexp or t.n_ff(il))
 
 
 def _hole(t: TwinContext, spec: TensorSpec) -> TensorSpec:
