@@ -17,8 +17,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import requests
-
 from .errors import LlamabenchError
 
 FIRST_RANGE = 1 << 20  # 1 MiB, doubled until the header and tensor infos are in
@@ -135,6 +133,8 @@ class Fetched:
 
 
 def _session():
+    import requests  # only for remote headers: kept off the import of llamabench (70 ms)
+
     session = requests.Session()
     session.max_redirects = 10
     return session
@@ -142,6 +142,8 @@ def _session():
 
 def _range(session, url: str, headers: dict, start: int, end: int) -> tuple[bytes, int, str | None]:
     """bytes [start, end] of the file, its total size and ETag; one line on every failure."""
+    import requests
+
     try:
         response = session.get(url, headers={**headers, "Range": f"bytes={start}-{end}"}, stream=True,
                                timeout=TIMEOUT_S)

@@ -26,7 +26,8 @@ LAYERS = (
 )
 LAYER_OF = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 # outside libraries a function may import late: heavy or optional, kept off `import llamabench`
-DEFERRED_OK = ("llama_cpp", "matplotlib", "huggingface_hub", "pynvml")
+# (requests: 70 ms at every start of the command and of every llama.cpp child, for remote headers alone)
+DEFERRED_OK = ("llama_cpp", "matplotlib", "huggingface_hub", "pynvml", "requests")
 
 
 def module_name(path: Path) -> str:
@@ -42,6 +43,9 @@ def imports(name: str) -> list[tuple[str, bool, int]]:
     path = MODULES[name]
     tree = ast.parse(path.read_text())
     top = {id(node) for node in tree.body}
+    for node in tree.body:  # `if TYPE_CHECKING:` imports never run: edges for the graph, not late imports
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            top |= {id(child) for child in node.body}
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = []
     for node in ast.walk(tree):
@@ -132,10 +136,25 @@ def test_deferred_imports_only_keep_heavy_libraries_out():
 
 
 def test_import_llamabench_loads_no_heavy_library():
-    code = ("import sys, llamabench; import llamabench.cli; "
-            "print(sorted(m for m in ('llama_cpp', 'matplotlib', 'huggingface_hub') if m in sys.modules))")
+    code = ("import sys, llamabench; import llamabench.cli; llamabench.inspect; "
+            "print(sorted(m for m in ('llama_cpp', 'matplotlib', 'huggingface_hub', 'requests') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_llama_cpp_child_loads_only_what_it_runs():
+    """`python -m llamabench.llama.child` imports the package first: its facade resolves lazily (PEP 562)."""
+    code = "import sys, llamabench.llama.child; print(sorted(m for m in sys.modules if m.startswith('llamabench.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = set(eval(out))
+    assert not loaded & {"llamabench.api", "llamabench.fit.job", "llamabench.report.build", "llamabench.source"}
+
+
+def test_the_facade_names_resolve():
+    import llamabench
+
+    for name in llamabench.__all__:
+        assert getattr(llamabench, name) is not None, name
 
 
 def test_the_graph_reader_sees_a_cycle():
