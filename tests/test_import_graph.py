@@ -142,19 +142,16 @@ def test_import_llamabench_loads_no_heavy_library():
     assert out.strip() == "[]"
 
 
-def test_a_llama_cpp_child_loads_only_what_it_runs():
-    """`python -m llamabench.llama.child` imports the package first: its facade resolves lazily (PEP 562)."""
-    code = "import sys, llamabench.llama.child; print(sorted(m for m in sys.modules if m.startswith('llamabench.')))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    loaded = set(eval(out))
-    assert not loaded & {"llamabench.api", "llamabench.fit.job", "llamabench.report.build", "llamabench.source"}
-
-
 def test_the_facade_names_resolve():
     import llamabench
 
+    import llamabench.bench.runner  # noqa: F401 - a subpackage of the same name as an API function
+    import llamabench.fit.search  # noqa: F401
+    import llamabench.report.build  # noqa: F401
+
     for name in llamabench.__all__:
         assert getattr(llamabench, name) is not None, name
+    assert callable(llamabench.bench) and callable(llamabench.fit) and callable(llamabench.report)
 
 
 def test_the_graph_reader_sees_a_cycle():
