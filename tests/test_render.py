@@ -84,3 +84,15 @@ def test_report_from_two_machines_keeps_two_series(tmp_path, capsys):
     assert sum("box-a (Test CPU, CPU)" in line for line in table) == 2
     assert "| box-a (Test CPU, CPU) | tiny | - | - | CPU | 0 | 2 | 4096 | f16 | f16 | 1 | tg16 | 19.00 ± 0.00 |" in md
     assert (out / "speed_vs_depth.png").stat().st_size > 1000
+
+
+def test_budget_bars_draw_every_part_so_they_add_up_to_the_total(tmp_path):
+    from dataclasses import fields, replace
+
+    from llamabench.fit.search import Parts
+    from llamabench.report import plots
+
+    assert {part for part, _ in plots.BAR_PARTS.values()} == {f.name for f in fields(Parts)}  # the projector too
+    rows = [replace(r, parts=replace(r.parts, projector=300 * 2**20)) for r in fit_result(int(1.2 * GIB)).rows]
+    written = plots.budget_bars(tmp_path, "Tiny", rows, 8192)
+    assert (tmp_path / "budget.png") in written and "mmproj" in (tmp_path / "budget.svg").read_text()
