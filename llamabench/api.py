@@ -113,8 +113,7 @@ def verify_matrix(model: str) -> MatrixResult:
     out = []
     for p, dry in zip(cells, dry_runs(path, cells)):
         checks = compare(compute_footprint(geometry, p), dry.allocations)
-        out.append(MatrixCell(p, tuple(f"{describe(p)}: {c.component.strip()} theory {c.theory_bytes} vs llama.cpp "
-                                       f"{c.llama_mib if c.want is None else c.got}" for c in checks if not c.ok)))
+        out.append(MatrixCell(p, tuple(f"{describe(p)}: {c.mismatch()}" for c in checks if not c.ok)))
     st = os.stat(path)
     return MatrixResult(model, path, st.st_size, st.st_blocks * 512, time.perf_counter() - start, tuple(out))
 

@@ -114,7 +114,7 @@ class OutputFormat(StrEnum):
 
 
 # parsers: text -> value, each raising UsageError with a message for the user ---------------------
-def _uint(text, low: int, what: str = "") -> int:
+def _uint(text, low: int) -> int:
     if isinstance(text, bool):
         raise UsageError(f"{text!r} is not an integer")
     try:
@@ -172,7 +172,10 @@ def cpu_mask(text) -> str:
 
 
 def priority(text) -> int:
-    value = int(text) if isinstance(text, int) else int(str(text).strip()) if str(text).strip().lstrip("-").isdigit() else None
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = None
     if value not in (-1, 0, 1, 2, 3):
         raise UsageError(f"'{text}': thread priority is -1 (low), 0 (normal), 1, 2 or 3 (realtime)")
     return value

@@ -27,6 +27,13 @@ class Check:
     def is_structural(self) -> bool:
         return self.want is not None
 
+    def mismatch(self) -> str:
+        """One line for a failed check: what theory said against what llama.cpp printed."""
+        if self.is_structural:
+            return f"{self.component.strip()}: theory {self.want} vs llama.cpp {self.got}"
+        printed = "not reported" if self.llama_mib is None else f"{self.llama_mib:.2f} MiB"
+        return f"{self.component.strip()}: theory {self.theory_bytes:,} B vs llama.cpp {printed}"
+
     @property
     def diff_mib(self) -> float | None:
         if self.is_structural or self.llama_mib is None or self.theory_bytes is None:

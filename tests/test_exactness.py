@@ -37,8 +37,7 @@ def test_catalog_twin_matches_llama_cpp(entry, twin_dir):
     for settings, dry in zip(cells, dry_runs(str(twin.path), cells)):
         checks = compare(compute_footprint(twin.geometry, settings), dry.allocations)
         if not all_ok(checks):
-            bad = [f"{c.component.strip()}: theory {c.theory_bytes or c.want} vs llama.cpp {c.llama_mib or c.got}"
-                   for c in checks if not c.ok]
+            bad = [c.mismatch() for c in checks if not c.ok]
             mismatches.append(f"{describe(settings)}: " + "; ".join(bad))
     assert len(cells) >= 36
     assert not mismatches, "\n".join(mismatches)
@@ -73,3 +72,6 @@ def test_compare_reports_a_mismatch():
     assert all_ok(compare(fp, parse_allocations(good)))
     bad = good.replace("80.00 MiB (  4096 cells", "79.98 MiB (  4095 cells")
     assert not all_ok(compare(fp, parse_allocations(bad)))
+    lines = [c.mismatch() for c in compare(fp, parse_allocations(bad)) if not c.ok]
+    assert "shape: theory 4096 cells x 10 layers x 1 streams vs llama.cpp 4095 cells x 10 layers x 1 streams" in lines
+    assert "KV (non-SWA): theory 83,886,080 B vs llama.cpp 79.98 MiB" in lines

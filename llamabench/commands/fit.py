@@ -32,11 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    given = keywords(args, api.FIT_PARAMS)
-    for name in ("n_gpu_layers", "n_cpu_moe"):  # none given: search the placements
-        if not given[name]:
-            del given[name]
-    record = api.fit(args.model, **keywords(args, OPTIONS), **given)
+    # -ngl / --n-cpu-moe not given (an empty list): api.fit searches the placements
+    record = api.fit(args.model, **keywords(args, OPTIONS), **keywords(args, api.FIT_PARAMS))
 
     def render(r, fmt: str) -> str:
         text = render_text(r.fit, fmt)

@@ -220,6 +220,6 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
               "```", ""]
     source = (results.bench or results.verify or results.inspect)[-1]
     lines += ["## Machine and versions", "", "```json",
-              json.dumps({"machine": source.to_dict()["machine"], "versions": source.to_dict()["versions"]}, indent=2),
+              json.dumps({k: v for k, v in source.to_dict().items() if k in ("machine", "versions")}, indent=2),
               "```", ""]
     return "\n".join(lines)
