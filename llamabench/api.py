@@ -34,6 +34,7 @@ from .llama.worker import dry_runs
 from .params import (DEFAULT_N_CTX, SCHEMA, BenchTest, Budget, Params, bench_tests, expand, parse_value,
                      params_from)
 from .projector import projector_from_metadata
+from .runtimes import RuntimeConfig, parse_runtime
 from .report.build import write_report
 from .report.kv_record import KvEfficiencyRecord
 from .report.load import load_results
@@ -146,11 +147,27 @@ def remote_model(model_id: str, quant: str | None) -> str:
     return "hf://" + quants[name].hf
 
 
-def fit(model: str, *, vram=None, ram=None, reserve=None, verify: bool = False, mmproj: str | None = None,
-        no_mmproj_offload: bool = False, quant: str | None = None, remote: bool = False,
-        results: PathLike | None = None, **params) -> FitRecord:
-    """Does n_ctx fit on the card(s) beside the weights, with which KV type and placement; `verify=True`
-    creates the answer for real (on the GPU, or an emulated card) and compares device by device."""
+def runtime_config(runtime=None, *, n_seq=None, kv_unified=None, cache_ram=None, ctx_checkpoints=None,
+                   checkpoint_min_step=None) -> RuntimeConfig:
+    """The runtime a fit sizes, from the keywords as the schema spells them (None: the runtime's default)."""
+    def value(name, raw):
+        return parse_value(name, raw, listed=False) if raw is not None else SCHEMA[name].default
+
+    return RuntimeConfig(parse_runtime(value("runtime", runtime)),
+                         n_parallel=None if n_seq is None else parse_value("n_seq", n_seq, listed=False),
+                         kv_unified=None if kv_unified is None else parse_value("kv_unified", kv_unified, listed=False),
+                         cache_ram_mib=value("cache_ram", cache_ram), ctx_checkpoints=value("ctx_checkpoints", ctx_checkpoints),
+                         checkpoint_min_step=value("checkpoint_min_step", checkpoint_min_step))
+
+
+def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None, verify: bool = False,
+        mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None, remote: bool = False,
+        results: PathLike | None = None, runtime=None, n_seq=None, kv_unified=None, cache_ram=None,
+        ctx_checkpoints=None, checkpoint_min_step=None, **params) -> FitRecord:
+    """Does n_ctx fit on the card(s) beside the weights, with which KV type and placement, in the context the
+    runtime creates (`runtime="llama-server"`, the default, or "llama-cpp-python"); `ram=` checks the host
+    part; `verify=True` creates the answer for real (on the GPU, or an emulated card) and compares device by
+    device."""
     given = {k: v for k, v in params.items()}
     for name, default in FIT_DEFAULTS.items():
         given.setdefault(name, default)
@@ -158,6 +175,10 @@ def fit(model: str, *, vram=None, ram=None, reserve=None, verify: bool = False, 
     budgets = list(parse_value("vram", vram, listed=True)) if vram is not None else list(SCHEMA["vram"].default)
     reserve_bytes = parse_value("reserve", reserve, listed=False) if reserve is not None else SCHEMA["reserve"].default
     ram_budget = parse_value("ram", ram, listed=False) if ram is not None else None
+    if cpu_only and ram_budget is None:
+        raise UsageError("--cpu-only puts everything in system RAM: give its size with --ram SIZE")
+    config = runtime_config(runtime, n_seq=n_seq, kv_unified=kv_unified or None, cache_ram=cache_ram,
+                            ctx_checkpoints=ctx_checkpoints, checkpoint_min_step=checkpoint_min_step)
     contexts = list(values["n_ctx"])
     if any(c == 0 for c in contexts):
         raise UsageError("n_ctx 0 is not allowed in fit: give the context length")
@@ -165,8 +186,8 @@ def fit(model: str, *, vram=None, ram=None, reserve=None, verify: bool = False, 
     given = {name: values[name] if params.get(name) not in (None, (), []) else () for name in ("n_gpu_layers", "n_cpu_moe")}
     placements = ([Placement(PlacementKind.NGL, n) for n in given["n_gpu_layers"]]
                   + [Placement(PlacementKind.N_CPU_MOE, n) for n in given["n_cpu_moe"]])
-    if ram_budget is not None and placements:
-        raise UsageError("--ram puts everything in system RAM: it does not go with -ngl or --n-cpu-moe")
+    if cpu_only and placements:
+        raise UsageError("--cpu-only puts everything in system RAM: it does not go with -ngl or --n-cpu-moe")
 
     source = resolve(remote_model(model, quant) if remote else model)
     if source.url and verify:
@@ -174,8 +195,9 @@ def fit(model: str, *, vram=None, ram=None, reserve=None, verify: bool = False, 
                          "header) and give the file, or verify a catalog id on its twin")
     start = time.perf_counter()
     session = FitSession.open(source, flash_attn=values["flash_attn"], n_ubatch=values["n_ubatch"],
-                              reserve=reserve_bytes, verify=verify, ram_mode=ram_budget is not None)
-    if ram_budget is not None:
+                              reserve=reserve_bytes, verify=verify, ram_mode=cpu_only, runtime=config,
+                              ram=None if cpu_only else ram_budget)
+    if cpu_only:
         budgets = [Budget(f"{ram_budget.label} RAM", ram_budget.bytes)]
     if mmproj == "published":
         if not (source.entry and source.entry.mmproj):

@@ -44,6 +44,8 @@ class Params:
     n_batch: int = 2048
     n_ubatch: int = 512
     n_rs_seq: int = 0  # recurrent-state snapshots per sequence (speculative decoding rollback)
+    n_outputs_max: int = 0  # outputs reserved in a batch; 0: n_batch (llama_context_default_params)
+    n_outputs_max_per_seq: int = 1  # outputs per sequence; 0: n_outputs_max
     n_gpu_layers: int = 0
     n_cpu_moe: int = 0  # routed experts of the first n_cpu_moe layers kept in system RAM
     n_threads: int = 0  # 0: the machine's physical cores
@@ -181,6 +183,23 @@ def priority(text) -> int:
     return value
 
 
+RUNTIMES = ("llama-server", "llama-cpp-python")  # runtimes.Runtime's values
+
+
+def runtime_name(text) -> str:
+    name = str(text).strip().lower()
+    if name not in RUNTIMES:
+        raise UsageError(f"'{text}' is not a runtime", hint=" or ".join(RUNTIMES))
+    return name
+
+
+def int_at_least_minus_one(text) -> int:
+    """An integer where -1 means "no limit" (llama-server's --cache-ram)."""
+    if str(text).strip() == "-1":
+        return -1
+    return _uint(text, 0)
+
+
 def positive_float(text) -> float:
     try:
         value = float(text)
@@ -290,6 +309,10 @@ _CONTEXT = (
     _p("n_batch", ["-b", "--batch-size", "--n-batch"], positive_int, 2048, "n_batch: logical batch"),
     _p("n_ubatch", ["-ub", "--ubatch-size", "--n-ubatch"], positive_int, 512, "n_ubatch: physical batch"),
     _p("n_rs_seq", ["--n-rs-seq"], nonneg_int, 0, "recurrent-state snapshots per sequence (speculative rollback)"),
+    _p("n_outputs_max", ["--n-outputs-max"], nonneg_int, 0,
+       "outputs (logits) reserved per batch; 0: n_batch, as Llama() and llama-bench (llama-server: its slots)"),
+    _p("n_outputs_max_per_seq", ["--n-outputs-max-per-seq"], nonneg_int, 1,
+       "outputs per sequence; 0: n_outputs_max"),
     _p("n_gpu_layers", ["-ngl", "--n-gpu-layers", "--gpu-layers"], nonneg_int, 0,
        "layers on the GPU, the output layer counting as one (99: all)"),
     _p("n_cpu_moe", ["-ncmoe", "--n-cpu-moe"], nonneg_int, 0,
@@ -319,7 +342,17 @@ _OPTIONS = (
        "card sizes, comma list (plain numbers are GiB; units GiB, GB, MiB, MB)"),
     _p("reserve", ["--reserve"], size_or_zero, 512 * MIB, "kept free on the card for the driver and display",
        shown_default="512MiB"),
-    _p("ram", ["--ram"], budget, None, "fit everything into system RAM with this budget instead of a card"),
+    _p("ram", ["--ram"], budget, None, "system RAM the host part must fit into (mapped weights, host buffers, "
+       "prompt cache, checkpoints); with --cpu-only the whole budget"),
+    _p("cpu_only", ["--cpu-only"], on_off, False, "no card: everything in system RAM, as a CPU build (needs --ram)",
+       action="store_true"),
+    _p("runtime", ["--runtime"], runtime_name, "llama-server", "the program that creates the context: llama-server "
+       "(the printed command) or llama-cpp-python (the Llama() call)", metavar="NAME"),
+    _p("cache_ram", ["-cram", "--cache-ram"], int_at_least_minus_one, 8192,
+       "llama-server's prompt cache limit in MiB (-1: no limit, 0: off)", metavar="MIB"),
+    _p("ctx_checkpoints", ["-ctxcp", "--ctx-checkpoints"], nonneg_int, 32, "llama-server's context checkpoints per slot"),
+    _p("checkpoint_min_step", ["-cms", "--checkpoint-min-step"], nonneg_int, 8192,
+       "llama-server's least spacing of checkpoints, in tokens"),
     _p("verify", ["--verify"], on_off, False, "create the answer for real and compare, device by device",
        action="store_true"),
     _p("mmproj", ["--mmproj"], text, None, "a vision projector GGUF (local, https:// or hf://), or 'published' for "
@@ -470,7 +503,7 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
                                     help=help_text + f" (default {optional_model})")
             continue
         if spec.action == "store_true":
-            target.add_argument(*spec.flags, dest=name, action="store_true", help=help_text)
+            target.add_argument(*spec.flags, dest=name, action="store_true", default=default, help=help_text)
             continue
         if spec.negated:
             target.add_argument(*spec.negated, dest=name, type=_Negated(name, listed), metavar="0|1",

@@ -14,20 +14,29 @@ EXAMPLES = """examples:
   llamabench fit model.gguf --vram 12GiB --ctx 32k,128k -ctk q8_0 -ctv q8_0
   llamabench fit model.gguf --ctx 32768 -ngl 12,99 --verify   # these placements, created on the (emulated) card
   llamabench fit qwen3-30b-a3b --n-cpu-moe 8,16                # experts of the first layers kept in RAM
-  llamabench fit model.gguf --ram 8GiB --verify               # everything in system RAM instead of a card
+  llamabench fit model.gguf --ram 32GiB                       # the host part must fit 32 GiB of system RAM
+  llamabench fit model.gguf --runtime llama-cpp-python        # size the Llama() context instead
+  llamabench fit model.gguf -np 1 --cache-ram 0               # one slot, no prompt cache
+  llamabench fit model.gguf --cpu-only --ram 8GiB --verify    # everything in system RAM instead of a card
+The context sized is the one the printed command creates: llama-server by default (4 slots on one
+unified KV stream, its prompt cache and checkpoints in RAM), or Llama() with --runtime llama-cpp-python.
 --verify creates the answer for real: on a GPU build on the card; without one on an emulated card
 (llama.cpp's RPC backend serving this machine's CPU as a device on 127.0.0.1), and sets what
 llama.cpp allocated on each device against the prediction (exit 1 on a mismatch).
 Budgets: plain numbers are GiB; units GiB, GB, MiB, MB. The reserve (default 512 MiB) is kept free
 for the driver and the display.
 """
-OPTIONS = ("vram", "reserve", "ram", "verify", "mmproj", "no_mmproj_offload", "quant", "remote", "results")
+OPTIONS = ("vram", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram", "ctx_checkpoints",
+           "checkpoint_min_step", "verify", "mmproj", "no_mmproj_offload", "quant", "remote", "results")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     params.add_arguments(parser, ("model", *api.FIT_PARAMS, *OPTIONS, "output"), lists=(*api.FIT_LISTS, "vram"),
-                         defaults={**api.FIT_DEFAULTS, "n_gpu_layers": (), "n_cpu_moe": ()},
-                         helps={"n_gpu_layers": "evaluate exactly these -ngl placements instead of searching",
+                         defaults={**api.FIT_DEFAULTS, "n_gpu_layers": (), "n_cpu_moe": (), "n_seq": None,
+                                   "kv_unified": None},
+                         helps={"n_seq": "llama-server's slots (-np); default: its auto, 4 slots on one unified KV stream",
+                                "kv_unified": "one KV stream for all slots (llama-server's -kvu; on with the auto -np)",
+                                "n_gpu_layers": "evaluate exactly these -ngl placements instead of searching",
                                 "n_cpu_moe": "evaluate exactly these --n-cpu-moe placements (all layers on the card)"})
 
 

@@ -7,6 +7,8 @@ row's parameters, the same ones `fit --verify` creates.
 from __future__ import annotations
 
 from ..cache_types import ggml_type_id
+from ..params import Params
+from ..runtimes import PYTHON_N_UBATCH
 from .result import FitResult
 from .search import FitRow, Placement, PlacementKind
 
@@ -30,13 +32,24 @@ def short_placement(p: Placement) -> str:
 
 
 def llama_server_command(result: FitResult, row: FitRow) -> str:
+    """The llama-server line of a row: every flag that decides what it allocates, the slots and the prompt
+    cache spelled out (their defaults surprise), as sized for the llama-server runtime."""
     s, p = row.settings, row.placement
-    ngl = "99" if p.kind in (PlacementKind.ALL, PlacementKind.N_CPU_MOE) else str(p.value)
+    ngl = {PlacementKind.ALL: "99", PlacementKind.N_CPU_MOE: "99", PlacementKind.RAM: "0"}.get(p.kind, str(p.value))
     cmd = f"llama-server -m {result.model_hint} -c {s.n_ctx} -ngl {ngl} -fa {'on' if s.flash_attn else 'off'}"
     cmd += f" -ctk {s.type_k} -ctv {s.type_v}"
+    if s.n_batch != Params.n_batch:
+        cmd += f" -b {s.n_batch}"
+    if s.n_ubatch != Params.n_ubatch:
+        cmd += f" -ub {s.n_ubatch}"
     if p.kind is PlacementKind.N_CPU_MOE:
         cmd += f" --n-cpu-moe {p.value}"
     return " ".join([cmd, *result.server_args])
+
+
+def run_line(result: FitResult, row: FitRow) -> str:
+    """What to run for this row: the line of the runtime the fit was sized for."""
+    return llama_server_command(result, row) if result.runtime.is_server else python_call(result, row)
 
 
 def python_call(result: FitResult, row: FitRow) -> str:
@@ -49,6 +62,7 @@ def python_call(result: FitResult, row: FitRow) -> str:
         return python_call(result, alt[0]) + "  # Llama() cannot keep experts in RAM: fewer layers on the card instead"
     s, p = row.settings, row.placement
     ngl = {PlacementKind.ALL: "-1", PlacementKind.RAM: "0"}.get(p.kind, str(p.value))
+    batch = f", n_ubatch={s.n_ubatch}" if s.n_ubatch != PYTHON_N_UBATCH else ""
     return (f'llama_cpp.Llama(model_path="{result.model_hint}", n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
-            f"flash_attn={s.flash_attn}, type_k={ggml_type_id(s.type_k)}, type_v={ggml_type_id(s.type_v)}, "
+            f"flash_attn={s.flash_attn}, type_k={ggml_type_id(s.type_k)}, type_v={ggml_type_id(s.type_v)}{batch}, "
             f"swa_full=False)")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from ..errors import LlamabenchError
 from ..layout import ModelGeometry, geometry_from_metadata
-from ..llama import engine
+from ..llama import engine, rpc
 from ..params import Budget, Params
 from ..projector import Projector
+from ..runtimes import RuntimeConfig
 from ..source import ModelSource
 from ..twin.shape import published_weights
 from ..units import GIB, MIB
@@ -25,18 +26,22 @@ from .search import Fitter, Placement
 class FitSession:
     def __init__(self, *, name: str, geometry: ModelGeometry, weights: WeightsBreakdown, probe: ComputeProbe,
                  basis: dict, model_hint: str, gpu_build: bool, verify_path: str | None, flash_attn: bool,
-                 n_ubatch: int, reserve: int, notes: list[str]):
+                 n_ubatch: int, reserve: int, notes: list[str], runtime: RuntimeConfig, ram: Budget | None):
         self.name, self.geometry, self.weights, self.probe = name, geometry, weights, probe
         self.basis, self.model_hint, self.gpu_build, self.verify_path = basis, model_hint, gpu_build, verify_path
         self.flash_attn, self.n_ubatch, self.reserve, self.notes = flash_attn, n_ubatch, reserve, notes
+        self.runtime, self.ram = runtime, ram
 
-    ram_mode = False  # --ram: everything in system RAM, the budget is RAM, no reserve
+    ram_mode = False  # --cpu-only: everything in system RAM, the budget is RAM, no reserve
 
     @classmethod
     def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool,
-             ram_mode: bool = False) -> "FitSession":
+             ram_mode: bool = False, runtime: RuntimeConfig = RuntimeConfig(),
+             ram: Budget | None = None) -> "FitSession":
         gpu_build = engine.supports_gpu_offload()
-        backend = "CUDA/GPU" if gpu_build else "CPU"
+        emulate = not gpu_build and not ram_mode and rpc.available()
+        backend = ("the GPU and system RAM" if gpu_build else "system RAM (CPU)" if ram_mode or not emulate
+                   else "an emulated card (llama.cpp's RPC device on 127.0.0.1) and system RAM")
         scale = None
         if verify or source.path:
             path = str(source.gguf_for_llama())
@@ -69,32 +74,42 @@ class FitSession:
             "weights": weights_basis + on_card,
             "KV": "computed from the GGUF metadata (exact; `llamabench verify` checks it against llama.cpp)",
             "recurrent": "computed from the GGUF metadata (exact, f32)",
-            "compute": f"llama.cpp's own no_alloc dry run of {compute_source} on the {backend} backend"
-                       + ("" if gpu_build else "; a CUDA build may differ"),
+            "compute": f"llama.cpp's own no_alloc dry run of {compute_source}, same placement and context, over "
+                       f"{backend}: the card's and the host's buffers apart"
+                       + ("" if gpu_build else "; a CUDA build's buffers may differ"),
             "reserve": ("none in system RAM (the --ram budget is all usable)" if ram_mode
                         else f"{reserve / MIB:.0f} MiB kept free for the driver and display (--reserve)"),
+            "runtime": runtime.describe() + " (its context is what is sized; --runtime, -np, -kvu change it)",
+            "host": ("system RAM beside the card: mapped weights, host layers' caches, host compute and output "
+                     "buffers" + (", the prompt cache limit and the checkpoint bound (they grow while the server "
+                                  "runs)" if runtime.is_server else "")
+                     + (f"; checked against --ram {ram.label}" if ram and not ram_mode else "; not checked (--ram SIZE)"
+                        if not ram_mode else "")),
         }
         notes = []
         if geometry.has_swa:
             notes.append("SWA layers sized with swa_full off (llama-server's default; Llama(swa_full=False))")
-        session = cls(name=source.name, geometry=geometry, weights=weights, probe=ComputeProbe(path), basis=basis,
+        session = cls(name=source.name, geometry=geometry, weights=weights,
+                      probe=ComputeProbe(path, emulate_card=emulate), basis=basis,
                       model_hint=hint, gpu_build=gpu_build, verify_path=path if verify else None,
-                      flash_attn=flash_attn, n_ubatch=n_ubatch, reserve=reserve, notes=notes)
+                      flash_attn=flash_attn, n_ubatch=n_ubatch, reserve=reserve, notes=notes, runtime=runtime,
+                      ram=ram)
         session.ram_mode = ram_mode
         return session
 
     projector_bytes = 0  # --mmproj on the card: weights + compute (0 without one, or with --no-mmproj-offload)
+    host_projector_bytes = 0  # --mmproj kept in system RAM (--no-mmproj-offload)
 
     def add_projector(self, projector: Projector, *, offload: bool) -> None:
         """A vision projector: on the card as llama-server places it, or in system RAM (--no-mmproj-offload)."""
         self.projector_bytes = projector.total_bytes if offload or self.ram_mode else 0
+        self.host_projector_bytes = 0 if offload or self.ram_mode else projector.total_bytes
         self.basis["mmproj"] = projector.basis + ("; on the card" if offload else
                                                   "; kept in system RAM (--no-mmproj-offload): not on the card")
 
     def evaluate(self, budgets: list[Budget], contexts: list[int], pairs: list[tuple[str, str]],
                  placements: list[Placement] | None = None, *, server_args: tuple[str, ...] = ()) -> FitResult:
-        fitter = Fitter(self.geometry, self.weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
-                        ram_mode=self.ram_mode, projector=self.projector_bytes)
+        fitter = self.fitter()
         n_ctx_train = self.geometry.n_ctx_train
         for n_ctx in contexts:
             if n_ctx > n_ctx_train:
@@ -105,8 +120,8 @@ class FitSession:
             for budget in budgets:
                 for n_ctx in contexts:
                     for type_k, type_v in pairs:
-                        settings = Params(n_ctx=n_ctx, type_k=type_k, type_v=type_v, flash_attn=self.flash_attn,
-                                          n_ubatch=self.n_ubatch)
+                        settings = self.runtime.context(Params(n_ctx=n_ctx, type_k=type_k, type_v=type_v,
+                                                               flash_attn=self.flash_attn, n_ubatch=self.n_ubatch))
                         try:
                             rows += fitter.rows(budget, settings, placements)
                         except LlamabenchError as exc:
@@ -115,6 +130,15 @@ class FitSession:
             self.probe.close()
         if not rows:
             raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
+        if self.runtime.is_server and self.runtime.cache_ram_mib < 0:
+            self.notes.append("--cache-ram -1: the prompt cache has no limit and grows until system RAM runs out; "
+                              "the host part leaves it out")
         return FitResult(self.name, self.geometry.architecture, dict(self.basis), tuple(rows), tuple(budgets),
                          tuple(contexts), self.weights.n_layer, self.model_hint, n_ctx_train=n_ctx_train,
-                         notes=tuple(self.notes), server_args=tuple(server_args), dry_runs=self.probe.calls)
+                         notes=tuple(self.notes), server_args=self.runtime.server_flags(self.geometry) + tuple(server_args),
+                         dry_runs=self.probe.calls, runtime=self.runtime, ram=self.ram)
+
+    def fitter(self) -> Fitter:
+        return Fitter(self.geometry, self.weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
+                      ram_mode=self.ram_mode, projector=self.projector_bytes,
+                      host_projector=self.host_projector_bytes, runtime=self.runtime, ram=self.ram)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..params import Budget
+from ..runtimes import RuntimeConfig
 from .search import FitRow, recommend
 
 
@@ -22,7 +23,9 @@ class FitResult:
     seconds: float = 0.0
     dry_runs: int = 0  # llama.cpp no_alloc dry runs the compute part needed
     notes: tuple[str, ...] = ()
-    server_args: tuple[str, ...] = ()  # more llama-server flags the answer needs (--mmproj ...)
+    server_args: tuple[str, ...] = ()  # more llama-server flags the answer needs (-np, --cache-ram, --mmproj ...)
+    runtime: RuntimeConfig = RuntimeConfig()  # the program whose context was sized
+    ram: Budget | None = None  # --ram: the system RAM the host part was checked against
 
     def rows_for(self, label: str, n_ctx: int) -> list[FitRow]:
         return [r for r in self.rows if r.budget_label == label and r.settings.n_ctx == n_ctx]

@@ -1,7 +1,10 @@
-"""Does it fit? Weights on the card + KV + recurrent state + compute buffer + reserve, per placement.
+"""Does it fit? Weights on the card + KV + recurrent state + compute buffer + reserve, per placement,
+and what stays in system RAM beside it (mapped weights, host buffers, the runtime's prompt cache and
+checkpoints).
 
-Pure: the compute buffer comes in through a callable (llama.cpp's dry-run figure, measured
-elsewhere); everything else is arithmetic on the weights breakdown and the footprint.
+Pure: the compute buffers come in through a callable (llama.cpp's dry-run figures of the same
+placement, measured elsewhere); everything else is arithmetic on the weights breakdown, the
+footprint and the runtime's context (`runtimes`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Callable
 from ..footprint import KV_PAD, compute_footprint, per_layer_bytes
 from ..layout import ModelGeometry
 from ..params import Budget, Params
+from ..runtimes import Runtime, RuntimeConfig, server_ram
 from ..weights import WeightsBreakdown, first_card_layer
 
 # least quality given up first
@@ -51,6 +55,8 @@ class Placement:
 
 @dataclass(frozen=True)
 class Parts:
+    """What a placement puts on the card (with --cpu-only: everything, in system RAM)."""
+
     weights: int
     kv: int
     recurrent: int
@@ -64,12 +70,63 @@ class Parts:
 
 
 @dataclass(frozen=True)
+class HostParts:
+    """What stays in system RAM beside the card: at start (weights, caches of host layers, buffers) and what
+    the runtime grows while it runs (llama-server's prompt cache and context checkpoints, upper bounds)."""
+
+    weights: int = 0  # mapped weights llama.cpp keeps on the host (the input embeddings at least)
+    kv: int = 0  # KV of the layers left on the CPU
+    recurrent: int = 0
+    compute: int = 0  # host compute buffers and the output (logits) buffer
+    projector: int = 0  # the projector kept in RAM (--no-mmproj-offload)
+    prompt_cache: int = 0  # llama-server --cache-ram limit
+    checkpoints: int = 0  # llama-server's checkpoint bound: slots x per slot x (recurrent + SWA of a sequence)
+    prompt_cache_unlimited: bool = False  # --cache-ram -1: no bound
+
+    @property
+    def at_start(self) -> int:
+        return self.weights + self.kv + self.recurrent + self.compute + self.projector
+
+    @property
+    def growing(self) -> int:
+        return self.prompt_cache + self.checkpoints
+
+    @property
+    def total(self) -> int:
+        return self.at_start + self.growing
+
+
+@dataclass(frozen=True)
+class ComputeSplit:
+    """llama.cpp's compute (+ output) buffers of one placement: on the card, and on the host."""
+
+    card: int
+    host: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.card + self.host
+
+
+def as_split(value: "ComputeSplit | int") -> ComputeSplit:
+    """A compute callable may answer a plain int (all of it on the card): the pure tests' fakes do."""
+    return value if isinstance(value, ComputeSplit) else ComputeSplit(int(value))
+
+
+# the flags that shrink llama-server's system RAM, named when a placement fits the card but not the RAM
+RAM_FLAGS = "--cache-ram, --ctx-checkpoints, -np"
+
+
+@dataclass(frozen=True)
 class FitRow:
     budget: Budget
-    settings: Params  # the context parameters (the placement is `placement`)
+    settings: Params  # the context parameters, as the runtime creates them (the placement is `placement`)
     placement: Placement
     parts: Parts
     max_n_ctx: int  # largest n_ctx (multiple of 256) that fits with this placement, 0 if none
+    host: HostParts = HostParts()
+    ram: Budget | None = None  # --ram: the system RAM the host part must fit into
+    ram_mode: bool = False  # --cpu-only: the budget is system RAM and holds parts and host alike
 
     @property
     def budget_label(self) -> str:
@@ -80,40 +137,76 @@ class FitRow:
         return self.budget.bytes
 
     @property
+    def card_total(self) -> int:
+        return self.parts.total + (self.host.total if self.ram_mode else 0)
+
+    @property
+    def card_fits(self) -> bool:
+        return self.card_total <= self.budget.bytes
+
+    @property
+    def ram_fits(self) -> bool:
+        return self.ram_mode or self.ram is None or self.host.total <= self.ram.bytes
+
+    @property
     def fits(self) -> bool:
-        return self.parts.total <= self.budget.bytes
+        return self.card_fits and self.ram_fits
 
     @property
     def short_by(self) -> int:
-        return max(0, self.parts.total - self.budget.bytes)
+        return max(0, self.card_total - self.budget.bytes)
+
+    @property
+    def ram_short_by(self) -> int:
+        return 0 if self.ram_fits else self.host.total - self.ram.bytes
 
 
 class Fitter:
-    def __init__(self, geometry: ModelGeometry, weights: WeightsBreakdown, compute_bytes: Callable[[Params], int],
-                 *, reserve: int, ram_mode: bool = False, projector: int = 0):
+    def __init__(self, geometry: ModelGeometry, weights: WeightsBreakdown,
+                 compute_bytes: Callable[[Params], "ComputeSplit | int"], *, reserve: int, ram_mode: bool = False,
+                 projector: int = 0, host_projector: int = 0, runtime: RuntimeConfig | None = None,
+                 ram: Budget | None = None):
         self.geometry = geometry
         self.weights = weights
         self.compute_bytes = compute_bytes
         self.reserve = reserve
         self.ram_mode = ram_mode
         self.projector = projector
+        self.host_projector = host_projector
+        self.runtime = runtime or RuntimeConfig(Runtime.LLAMA_CPP_PYTHON)
+        self.ram = ram
         self.n_layer_all = weights.n_layer
 
     def first_card_layer(self, placement: Placement) -> int:
         """i_gpu_start: layers from here on (the output layer too) are on the card."""
         return first_card_layer(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all))
 
-    def parts(self, settings: Params, placement: Placement, compute: int | None = None) -> Parts:
-        """What this placement puts on the card (everything, in RAM mode)."""
+    def compute(self, settings: Params, placement: Placement) -> ComputeSplit:
+        """llama.cpp's compute buffers of this placement, card and host (a dry run over the same devices)."""
+        return as_split(self.compute_bytes(placement.params(settings, self.n_layer_all)))
+
+    def parts(self, settings: Params, placement: Placement, compute: ComputeSplit | None = None) -> Parts:
+        """What this placement puts on the card (everything, with --cpu-only)."""
+        return self.evaluate(settings, placement, compute)[0]
+
+    def evaluate(self, settings: Params, placement: Placement,
+                 compute: ComputeSplit | None = None) -> tuple[Parts, HostParts]:
+        """The card's parts and the host's, for the runtime's context `settings`."""
         fp = compute_footprint(self.geometry, settings)  # a clear UsageError before any dry run
-        compute = self.compute_bytes(settings) if compute is None else compute
+        split = self.compute(settings, placement) if compute is None else as_split(compute)
+        grows = server_ram(self.geometry, settings, self.runtime)
+        growing = dict(prompt_cache=grows.prompt_cache, checkpoints=grows.checkpoints,
+                       prompt_cache_unlimited=grows.prompt_cache_unlimited)
         if self.ram_mode:
-            return Parts(self.weights.total_bytes, fp.kv_bytes, fp.recurrent_state_bytes, compute, self.reserve,
-                         self.projector)
+            parts = Parts(self.weights.total_bytes, fp.kv_bytes, fp.recurrent_state_bytes, split.total, self.reserve,
+                          self.projector)
+            return parts, HostParts(**growing)
         weights = self.weights.on_card(n_gpu_layers=placement.n_gpu_layers(self.n_layer_all),
                                        n_cpu_moe=placement.n_cpu_moe)
-        kv, recurrent = self.cache_split(settings, placement)[0]
-        return Parts(weights, kv, recurrent, compute, self.reserve, self.projector)
+        (kv, recurrent), (host_kv, host_rec) = self.cache_split(settings, placement)
+        parts = Parts(weights, kv, recurrent, split.card, self.reserve, self.projector)
+        host = HostParts(self.host_weights(placement), host_kv, host_rec, split.host, self.host_projector, **growing)
+        return parts, host
 
     def cache_split(self, settings: Params, placement: Placement) -> tuple[tuple[int, int], tuple[int, int]]:
         """((KV, recurrent) on the card, (KV, recurrent) in system RAM): each layer's with its layer."""
@@ -135,13 +228,19 @@ class Fitter:
         on_card = self.weights.on_card(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
         return self.weights.total_bytes - on_card + (self.weights.tied_output_bytes if ngl > 0 else 0)
 
-    def _fits(self, budget: int, settings: Params, placement: Placement) -> bool:
-        return self.parts(settings, placement).total <= budget
+    def _row_of(self, budget: int, settings: Params, placement: Placement, compute: ComputeSplit | None = None,
+                *, card_only: bool = False) -> FitRow:
+        parts, host = self.evaluate(settings, placement, compute)
+        return FitRow(Budget("", budget), settings, placement, parts, 0, host, None if card_only else self.ram,
+                      self.ram_mode)
+
+    def _fits(self, budget: int, settings: Params, placement: Placement, *, card_only: bool = False) -> bool:
+        return self._row_of(budget, settings, placement, card_only=card_only).fits
 
     def max_n_ctx(self, budget: int, settings: Params, placement: Placement) -> int:
-        """Largest n_ctx (a multiple of 256) whose total fits, by dry runs.
+        """Largest n_ctx (a multiple of 256) whose card and host totals fit, by dry runs.
 
-        The compute buffer grows with n_ctx, so compute(256) bounds it from below and compute(n_upper)
+        The compute buffers grow with n_ctx, so compute(256) bounds them from below and compute(n_upper)
         from above for every n <= n_upper: two cheap arithmetic searches bracket the answer, and real
         dry runs settle the few steps in between.
         """
@@ -159,41 +258,45 @@ class Fitter:
                     hi_steps = mid - 1
             return lo_steps
 
-        def fits_with(compute: int):
-            return lambda n: self.parts(at(n), placement, compute).total <= budget
+        def fits_with(compute: ComputeSplit):
+            return lambda n: self._row_of(budget, at(n), placement, compute).fits
 
-        c_low = self.compute_bytes(at(KV_PAD))
+        c_low = self.compute(at(KV_PAD), placement)
         if not fits_with(c_low)(KV_PAD):
             return 0
         upper = largest(fits_with(c_low), 1, hi // KV_PAD)  # no n above this can fit
-        c_up = self.compute_bytes(at(upper * KV_PAD))
+        c_up = self.compute(at(upper * KV_PAD), placement)
         lower = largest(fits_with(c_up), 1, upper) if fits_with(c_up)(KV_PAD) else 1
         if not self._fits(budget, at(lower * KV_PAD), placement):
             return 0
         return largest(lambda n: self._fits(budget, at(n), placement), lower, upper) * KV_PAD
 
     def _row(self, budget: Budget, settings: Params, placement: Placement) -> FitRow:
-        return FitRow(budget, settings, placement, self.parts(settings, placement),
-                      self.max_n_ctx(budget.bytes, settings, placement))
+        parts, host = self.evaluate(settings, placement)
+        return FitRow(budget, settings, placement, parts, self.max_n_ctx(budget.bytes, settings, placement), host,
+                      self.ram, self.ram_mode)
 
     def rows(self, budget: Budget, settings: Params,
              placements: list[Placement] | None = None) -> list[FitRow]:
         """All on the card; if that misses, the fewest expert layers in RAM and the most layers on the card that fit.
 
-        With `placements`, exactly those are evaluated (`fit -ngl N`, `fit --n-cpu-moe N`): no search.
+        The search places by the card alone (moving layers off the card cannot make the host smaller);
+        each row then says whether the host part fits --ram too. With `placements`, exactly those are
+        evaluated (`fit -ngl N`, `fit --n-cpu-moe N`): no search.
         """
         if placements:
             return [self._row(budget, settings, p) for p in placements]
         if self.ram_mode:
             return [self._row(budget, settings, Placement(PlacementKind.RAM))]
         rows = [self._row(budget, settings, Placement(PlacementKind.ALL))]
-        if rows[0].fits:
+        if rows[0].card_fits:
             return rows
         room = budget.bytes
+        fits = lambda p: self._fits(room, settings, p, card_only=True)  # noqa: E731
         if self.weights.has_experts():
-            n = self._smallest(lambda k: self._fits(room, settings, Placement(PlacementKind.N_CPU_MOE, k)), self.n_layer_all)
+            n = self._smallest(lambda k: fits(Placement(PlacementKind.N_CPU_MOE, k)), self.n_layer_all)
             rows.append(self._row(budget, settings, Placement(PlacementKind.N_CPU_MOE, n if n is not None else self.n_layer_all)))
-        k = self._largest(lambda k: self._fits(room, settings, Placement(PlacementKind.NGL, k)), self.n_layer_all, lowest=1)
+        k = self._largest(lambda k: fits(Placement(PlacementKind.NGL, k)), self.n_layer_all, lowest=1)
         rows.append(self._row(budget, settings, Placement(PlacementKind.NGL, k if k is not None else 1)))
         return rows
 

@@ -4,7 +4,7 @@ On a GPU build the card is the GPU; without one it is an emulated card: llama.cp
 serving this machine's CPU as a device on 127.0.0.1 (llama/rpc.py), where llama.cpp places layers,
 KV, recurrent state and compute buffers exactly as on a GPU. Weights, KV and recurrent state must
 equal the prediction to llama.cpp's printed 0.01 MiB; the compute buffer is checked against
-llama.cpp's own dry run of the same placement. With --ram there is no card: totals in system RAM.
+llama.cpp's own dry run of the same placement. With --cpu-only there is no card: totals in system RAM.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class DeviceCheck:
     predicted: DeviceParts
     allocated: DeviceParts
     tolerance_bytes: int = PRINTED_TOLERANCE_BYTES
-    by_total: bool = False  # --ram: only the totals are compared (file mapping pads the weights)
+    by_total: bool = False  # --cpu-only: only the totals are compared (file mapping pads the weights)
 
     def part_ok(self, part: str) -> bool:
         if self.by_total:
@@ -96,8 +96,7 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
     if not rows:
         return FitVerification(error=f"nothing fits {result.budgets[0].label} at n_ctx {result.contexts[0]}, so "
                                      "there is nothing to create")
-    fitter = Fitter(session.geometry, session.weights, session.probe, reserve=session.reserve,
-                    ram_mode=session.ram_mode)
+    fitter = session.fitter()
     emulated = not session.gpu_build and not session.ram_mode
     with (emulated_card() if emulated else nullcontext(None)) as endpoint:
         return FitVerification(tuple(_verify_row(row, fitter, session, result, endpoint) for row in rows))
@@ -114,7 +113,7 @@ def _verify_row(row: FitRow, fitter: Fitter, session, result: FitResult, endpoin
     by_kind = {e.get("event"): e for e in events}
     what = (f"n_ctx {row.settings.n_ctx}, {row.settings.type_k}/{row.settings.type_v} KV, "
             f"{describe_placement(p, result.n_layer_all)}")
-    where = ("system RAM (--ram)" if session.ram_mode else "the GPU" if session.gpu_build
+    where = ("system RAM (--cpu-only)" if session.ram_mode else "the GPU" if session.gpu_build
              else f"an emulated card (llama.cpp RPC device on {endpoint})")
     if "alloc" not in by_kind:
         return PlacementCheck(what, where, row.settings.n_ctx, error=f"llama.cpp could not create the context: "

@@ -118,24 +118,43 @@ def measure_tests(session, tests: list[BenchTest], repetitions: int, emit, *, re
 
 
 def serve_dry_runs(job: dict) -> None:
-    """Load once with no_alloc, then answer one dry-run context per settings line on stdin until EOF."""
-    try:
-        model = DryRunModel(job["path"], Params.from_dict(job["params"]), rpc=job.get("rpc"))
-    except LlamabenchError as exc:
-        emit("failed", reason=str(exc))
-        return
-    with model:
+    """Load once with no_alloc, then answer one dry-run context per settings line on stdin until EOF.
+
+    A line {"load": PARAMS} loads the model again with another placement (-ngl, --n-cpu-moe) first.
+    """
+    def load(placement: dict):
+        try:
+            model = DryRunModel(job["path"], Params.from_dict(placement), rpc=job.get("rpc"))
+        except LlamabenchError as exc:
+            emit("failed", reason=str(exc))
+            return None
         emit("loaded", model_size_bytes=model.size, n_params=model.n_params)
+        return model
+
+    model = load(job["params"])
+    if model is None:
+        return
+    try:
         for line in sys.stdin:
             if not line.strip():
                 continue
+            request = json.loads(line)
+            if "load" in request:
+                model.close()
+                model = load(request["load"])
+                if model is None:
+                    return
+                continue
             try:
-                dry = model.context(Params.from_dict(json.loads(line)))
+                dry = model.context(Params.from_dict(request))
             except LlamabenchError as exc:
                 emit("dry_failed", reason=str(exc))
                 continue
             emit("dry", allocations=dry.allocations.to_dict(), n_ctx=dry.n_ctx, n_ctx_seq=dry.n_ctx_seq,
                  n_seq_max=dry.n_seq_max)
+    finally:
+        if model is not None:
+            model.close()
 
 
 def main() -> int:

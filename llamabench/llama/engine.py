@@ -184,6 +184,8 @@ def _context_params(settings: Params):
     params.n_ubatch = settings.n_ubatch
     params.n_seq_max = settings.n_seq
     params.n_rs_seq = settings.n_rs_seq
+    params.n_outputs_max = settings.n_outputs_max
+    params.n_outputs_max_per_seq = settings.n_outputs_max_per_seq
     params.type_k = cache_types.ggml_type_id(settings.type_k)
     params.type_v = cache_types.ggml_type_id(settings.type_v)
     params.flash_attn_type = lc.LLAMA_FLASH_ATTN_TYPE_ENABLED if settings.flash_attn else lc.LLAMA_FLASH_ATTN_TYPE_DISABLED

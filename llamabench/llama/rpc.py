@@ -44,7 +44,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _accepts(port: int) -> bool:
+def accepts(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.2):
             return True
@@ -63,7 +63,7 @@ def emulated_card(n_threads: int = 1, timeout_s: float = 30.0):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + timeout_s
-        while not _accepts(port):
+        while not accepts(port):
             if proc.poll() is not None:
                 tail = (proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()[-1:]
                 raise EngineError(f"the RPC server (emulated card) exited at start: {' '.join(tail) or 'no message'}")

@@ -6,9 +6,9 @@ Shared by `llamabench fit` and `llamabench report`; prose about a fit lives here
 from __future__ import annotations
 
 from ..allocations import PARTS
-from ..fit.advice import describe_placement, llama_server_command, python_call
+from ..fit.advice import describe_placement, run_line
 from ..fit.result import FitResult
-from ..fit.search import FitRow, recommend
+from ..fit.search import RAM_FLAGS, FitRow, recommend
 from ..fit.verify import FitVerification
 from ..units import GIB, MIB
 from .fields import Field, table
@@ -18,11 +18,20 @@ def _gib(n: int) -> str:
     return f"{n / GIB:.2f}"
 
 
+def _short(n: int) -> str:
+    return f"-{_gib(n)}" if n >= GIB // 100 else f"-{n / MIB:.2f} MiB"
+
+
 def fits_text(row: FitRow) -> str:
     if row.fits:
         return "yes"
-    short = row.short_by
-    return f"no (-{_gib(short)})" if short >= GIB // 100 else f"no (-{short / MIB:.2f} MiB)"
+    if not row.card_fits:
+        return f"no ({_short(row.short_by)})"
+    return f"RAM no ({_short(row.ram_short_by)})"
+
+
+def host_text(row: FitRow) -> str:
+    return _gib(row.host.total) + ("+" if row.host.prompt_cache_unlimited else "")
 
 
 def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
@@ -41,9 +50,12 @@ def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
         Field("reserve_bytes", "reserve", lambda r: r.parts.reserve, _gib, "r"),
         Field("projector_bytes", "mmproj", lambda r: r.parts.projector, _gib, "r", mm),
         Field("total_bytes", "total", lambda r: r.parts.total, _gib, "r"),
+        Field("host_bytes", "host RAM", lambda r: r.host.total, views=frozenset()),
+        Field("host", "host RAM", host_text, align="r", csv=False),
+        Field("host_growing_bytes", "host growing", lambda r: r.host.growing, _gib, "r", frozenset()),
         Field("fits", "fits", fits_text),
         Field("max_n_ctx", "max n_ctx", lambda r: r.max_n_ctx or "none", align="r"),
-        Field("llama_server", "llama-server", lambda r: llama_server_command(result, r), views=frozenset()),
+        Field("command", "command", lambda r: run_line(result, r), views=frozenset()),
     )
 
 
@@ -51,12 +63,39 @@ def _rows_table(result: FitResult, rows: list[FitRow], fmt: str) -> str:
     return table(rows, row_fields(result, projector=any(r.parts.projector for r in rows)), fmt)
 
 
+def host_line(row: FitRow) -> str:
+    """The host part in words: what llama.cpp puts in system RAM at start, and what the runtime grows."""
+    h = row.host
+    parts = [f"weights {_gib(h.weights)}", f"compute {_gib(h.compute)}"]
+    if h.kv or h.recurrent:
+        parts.append(f"KV + recurrent of host layers {_gib(h.kv + h.recurrent)}")
+    if h.projector:
+        parts.append(f"mmproj {_gib(h.projector)}")
+    grows = []
+    if h.prompt_cache or h.prompt_cache_unlimited:
+        grows.append("prompt cache unlimited" if h.prompt_cache_unlimited else f"prompt cache <= {_gib(h.prompt_cache)}")
+    if h.checkpoints:
+        grows.append(f"checkpoints <= {_gib(h.checkpoints)}")
+    line = f"   system RAM: {_gib(h.total)} GiB ({', '.join(parts)}" + (f"; grows: {', '.join(grows)}" if grows else "") + ")"
+    if row.ram is not None:
+        line += (f" of {row.ram.label}: fits" if row.ram_fits else
+                 f" of {row.ram.label}: does NOT fit (short {_short(row.ram_short_by).lstrip('-')}); shrink it with "
+                 f"{RAM_FLAGS}")
+    return line
+
+
 def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
     best = recommend(rows)
     if best:
         return [f"-> fits with {best.settings.type_k}/{best.settings.type_v} KV, "
                 f"{describe_placement(best.placement, result.n_layer_all)}:",
-                f"   {llama_server_command(result, best)}", f"   {python_call(result, best)}"]
+                f"   {run_line(result, best)}", host_line(best)]
+    card_ok = [r for r in rows if r.card_fits]
+    if card_ok:
+        row = min(card_ok, key=lambda r: r.ram_short_by)
+        return [f"-> fits the card with {row.settings.type_k}/{row.settings.type_v} KV, "
+                f"{describe_placement(row.placement, result.n_layer_all)}, but not the system RAM:",
+                f"   {run_line(result, row)}", host_line(row)]
     closest = min(rows, key=lambda r: r.short_by)
     largest = max((r.max_n_ctx for r in rows), default=0)
     return [f"-> nothing fits: closest is {closest.settings.type_k}/{closest.settings.type_v} KV, "
@@ -96,7 +135,7 @@ def markdown_report(result: FitResult) -> str:
         out.append(_rows_table(result, rows, "md"))
         best = recommend(rows)
         if best:
-            out.append(f"\nVerdict: fits. `{llama_server_command(result, best)}`\n\n`{python_call(result, best)}`\n")
+            out.append(f"\nVerdict: fits ({result.runtime.runtime}). `{run_line(result, best)}`\n\n{host_line(best).strip()}\n")
         else:
             out.append("\nVerdict: nothing fits at this context.\n")
     out.append("Where each part comes from:\n")
@@ -128,7 +167,7 @@ def render_verification(v: FitVerification) -> str:
             Field("ok", "", lambda x: "ok" if x[0].part_ok(x[1]) else "MISMATCH"),
         )
         out.append(table(rows, fields, "text"))
-        out.append("--ram: the totals must agree within 2 MiB + 0.5% (file mapping)" if check.ram_mode else
+        out.append("--cpu-only: the totals must agree within 2 MiB + 0.5% (file mapping)" if check.ram_mode else
                    f"compute predicted by llama.cpp's dry run of the same placement; the fit table's compute "
                    f"estimate was {check.fit_compute_estimate / MIB:.2f} MiB")
         extra = f", process RSS grew {check.rss_delta / MIB:.2f} MiB" if check.rss_delta is not None else ""

@@ -20,7 +20,7 @@ from typing import ClassVar
 from .. import serial, stats
 from ..allocations import Allocations, printed_equal
 from ..bench.measure import Measurement, Memory, Roofline
-from ..fit.advice import llama_server_command, python_call
+from ..fit.advice import run_line
 from ..fit.result import FitResult
 from ..fit.verify import FitVerification
 from ..footprint import Footprint, KvPoint
@@ -171,8 +171,9 @@ class FitRecord(Record):
                     "budget": budget.label, "n_ctx": n_ctx, "fits": best is not None,
                     "row": self.fit.rows.index(best) if best else None,
                     "total_bytes": best.parts.total if best else None,
-                    "llama_server": llama_server_command(self.fit, best) if best else None,
-                    "python": python_call(self.fit, best) if best else None})
+                    "host_bytes": best.host.total if best else None,
+                    "runtime": str(self.fit.runtime.runtime),
+                    "command": run_line(self.fit, best) if best else None})
         return {"ok": self.ok, "recommendations": recommendations}
 
 

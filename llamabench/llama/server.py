@@ -1,0 +1,94 @@
+"""llama.cpp's own programs as the judge: start a printed `llama-server` line for real and read what it allocated.
+
+The tools come from `../shared/tools/build_llama_tools.sh` (llama-server, ggml-rpc-server, llama-bench,
+llama-fit-params built from the vendored llama.cpp); their bin folder is `$LLAMABENCH_LLAMA_TOOLS`, or
+`~/.cache/llama-tools/<llama-cpp-python version>/bin` where the script puts it. llama-server prints its
+allocation lines at `-lv 4`; it is started on 127.0.0.1, read until it listens (or exits), and stopped
+by its pid.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..allocations import Allocations, parse_allocations
+from ..errors import EngineError
+from .process import stop_group
+from .rpc import accepts, free_port
+
+TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS"
+LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+READY = "listening on http"
+
+
+def tools_dir() -> Path | None:
+    """The bin folder holding llama-server and ggml-rpc-server, or None where they are not built."""
+    candidates = [Path(os.environ[TOOLS_ENV])] if os.environ.get(TOOLS_ENV) else []
+    candidates.append(Path.home() / ".cache" / "llama-tools" / LLAMA_CPP_PYTHON_VERSION / "bin")
+    for folder in candidates:
+        if (folder / "llama-server").is_file() and (folder / "ggml-rpc-server").is_file():
+            return folder
+    return None
+
+
+@contextmanager
+def rpc_server(bin_dir: Path, n_threads: int = 1, timeout_s: float = 30.0):
+    """llama.cpp's own ggml-rpc-server on a free port of 127.0.0.1 (an emulated card); yields "127.0.0.1:PORT"."""
+    port = free_port()
+    proc = subprocess.Popen([str(bin_dir / "ggml-rpc-server"), "-H", "127.0.0.1", "-p", str(port), "-t", str(n_threads)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not accepts(port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise EngineError(f"ggml-rpc-server did not listen on 127.0.0.1:{port}")
+            time.sleep(0.05)
+        yield f"127.0.0.1:{port}"
+    finally:
+        stop_group(proc, grace_s=1.0)
+
+
+@dataclass(frozen=True)
+class ServerRun:
+    """What one llama-server start allocated, from its own log."""
+
+    argv: tuple[str, ...]
+    allocations: Allocations
+    log: str
+    ready: bool  # it reached "listening on http://..."
+
+
+def run_printed_command(command: str, bin_dir: Path, *, rpc: list[str] | None = None, extra: tuple[str, ...] = (),
+                        timeout_s: float = 180.0) -> ServerRun:
+    """Start `command` (a line `fit` printed, beginning with llama-server) with the allocation log on, on the
+    given RPC devices, until it listens; stop it and parse what it allocated."""
+    argv = shlex.split(command)
+    if not argv or argv[0] != "llama-server":
+        raise EngineError(f"not a llama-server command: {command!r}")
+    port = free_port()
+    argv = [str(bin_dir / "llama-server"), *argv[1:], *extra, "-lv", "4", "--host", "127.0.0.1", "--port", str(port)]
+    if rpc:
+        argv += ["--rpc", ",".join(rpc)]
+    ready = False
+    with tempfile.TemporaryFile("w+", errors="replace") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline and proc.poll() is None:
+                out.seek(0)
+                if READY in out.read():
+                    ready = True
+                    break
+                time.sleep(0.1)
+        finally:
+            stop_group(proc, grace_s=2.0)
+        out.seek(0)
+        log = out.read()
+    return ServerRun(tuple(argv), parse_allocations(log), log, ready)

@@ -1,0 +1,189 @@
+"""The program that creates the context, and the context it creates there: llama-server or Llama().
+
+The same `-c 32768 -ngl 99` allocates differently in llama-server (4 slots on one unified KV stream,
+a few outputs reserved) than in llama-cpp-python's `Llama()` (one sequence, outputs for a whole
+batch); llama-server also keeps a prompt cache and context checkpoints in system RAM that grow
+while it runs. Pure: the user's `Params` and the runtime's options in, the `Params` that program
+passes to `llama_init_from_model` and the host RAM it keeps beside out.
+
+References (the llama.cpp vendored in llama-cpp-python 0.3.36):
+- llama-server: `tools/server/server.cpp` main (`n_parallel` -1, "auto", becomes 4 slots with
+  `kv_unified = true`); `tools/server/server-context.cpp` `server_output_limits` and `load_model`
+  (`n_outputs_max` = slots x (1 + draft tokens), capped by n_batch; `n_outputs_max_per_seq` =
+  1 + draft tokens); `common/common.h` (`n_batch` 2048, `n_ubatch` 512, `swa_full` false,
+  `cache_ram_mib` 8192, `n_ctx_checkpoints` 32, `checkpoint_min_step` 8192);
+  `common/common.cpp` `common_context_params_to_llama` (`n_seq_max = n_parallel`).
+- Checkpoints: `server-context.cpp` (`do_checkpoint` for models whose memory cannot be rolled back
+  (recurrent) or that use SWA without `swa_full`; `create_checkpoint` keeps at most
+  `n_ctx_checkpoints` per slot, each `llama_state_seq_get_size_ext(PARTIAL_ONLY)`: the sequence's
+  recurrent state and its SWA cells, `llama_memory_hybrid::state_write`,
+  `llama_kv_cache_iswa::state_write`). Prompt cache: `server-task.cpp` `server_prompt_cache`
+  (`limit_size` = `--cache-ram` MiB, checkpoints counted inside it).
+- llama-cpp-python: `llama_cpp/llama.py` `Llama.__init__` (`n_batch=512` then `min(n_ctx, n_batch)`,
+  `n_ubatch=512`, `n_seq_max` left at `llama_context_default_params`' 1, `n_outputs_max` 0 = n_batch;
+  `swa_full` left at the C default, which is true: the printed call passes `swa_full=False`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from .errors import UsageError
+from .footprint import compute_footprint, context_shape
+from .layout import ModelGeometry
+from .params import RUNTIMES, Params
+from .units import MIB
+
+
+class Runtime(StrEnum):
+    LLAMA_SERVER = "llama-server"  # what the printed command starts (Ollama and most front-ends start it too)
+    LLAMA_CPP_PYTHON = "llama-cpp-python"  # llama_cpp.Llama()
+
+
+assert tuple(r.value for r in Runtime) == RUNTIMES, "params.RUNTIMES lists the runtimes"
+
+
+def parse_runtime(text) -> Runtime:
+    try:
+        return Runtime(str(text).strip().lower())
+    except ValueError:
+        raise UsageError(f"'{text}' is not a runtime", hint="llama-server or llama-cpp-python") from None
+
+
+SERVER_AUTO_SLOTS = 4  # tools/server/server.cpp: n_parallel -1 ("auto") -> 4 slots, kv_unified
+PYTHON_N_BATCH, PYTHON_N_UBATCH = 512, 512  # Llama(n_batch=512, n_ubatch=512)
+CACHE_RAM_MIB, CTX_CHECKPOINTS, CHECKPOINT_MIN_STEP = 8192, 32, 8192  # common/common.h
+
+
+@dataclass(frozen=True)
+class RuntimeConfig:
+    """One runtime and the options of it that change what it allocates."""
+
+    runtime: Runtime = Runtime.LLAMA_SERVER
+    n_parallel: int | None = None  # -np; None: the runtime's default (llama-server: auto = 4 unified slots)
+    kv_unified: bool | None = None  # -kvu; None: the runtime's default
+    cache_ram_mib: int = CACHE_RAM_MIB  # -1: no limit, 0: off
+    ctx_checkpoints: int = CTX_CHECKPOINTS
+    checkpoint_min_step: int = CHECKPOINT_MIN_STEP
+
+    def __post_init__(self):
+        if self.runtime is Runtime.LLAMA_CPP_PYTHON and ((self.n_parallel or 1) > 1 or self.kv_unified):
+            raise UsageError("Llama() creates one sequence: -np and --kv-unified are llama-server's",
+                             hint="drop them, or use --runtime llama-server")
+        if self.n_parallel is not None and self.n_parallel < 1:
+            raise UsageError(f"-np must be at least 1, got {self.n_parallel}")
+
+    @property
+    def is_server(self) -> bool:
+        return self.runtime is Runtime.LLAMA_SERVER
+
+    @property
+    def slots(self) -> int:
+        if not self.is_server:
+            return 1
+        return SERVER_AUTO_SLOTS if self.n_parallel is None else self.n_parallel
+
+    @property
+    def unified(self) -> bool:
+        if not self.is_server:
+            return False
+        if self.n_parallel is None:
+            return True  # auto: unified, whatever -kvu says
+        return bool(self.kv_unified)
+
+    def context(self, base: Params) -> Params:
+        """The context parameters this runtime creates for the user's n_ctx, cache types, flash attention and
+        placement. `base.n_ubatch` is kept where it differs from llama.cpp's 512 (the user's -ub)."""
+        if self.is_server:
+            n_batch = base.n_batch  # -b; llama.cpp's and common's default are both 2048
+            per_seq = 1  # 1 + draft tokens; no speculative decoding in the printed command
+            return base.replace(n_seq=self.slots, kv_unified=self.unified, swa_full=False, n_batch=n_batch,
+                                n_outputs_max=min(n_batch, self.slots * per_seq),
+                                n_outputs_max_per_seq=min(n_batch, per_seq), n_rs_seq=0)
+        n_batch = min(base.n_ctx, PYTHON_N_BATCH) if base.n_ctx else PYTHON_N_BATCH
+        return base.replace(n_seq=1, kv_unified=False, swa_full=False, n_batch=n_batch,
+                            n_ubatch=min(n_batch, base.n_ubatch), n_outputs_max=0, n_outputs_max_per_seq=1,
+                            n_rs_seq=0)
+
+    def server_flags(self, geometry: ModelGeometry) -> tuple[str, ...]:
+        """The flags the printed llama-server line spells out: the slots always (the auto default surprises),
+        the prompt cache always, checkpoints where this model makes them."""
+        if not self.is_server:
+            return ()
+        flags = ["-np", str(self.slots)] + (["-kvu"] if self.unified else [])
+        flags += ["--cache-ram", str(self.cache_ram_mib)]
+        if makes_checkpoints(geometry):
+            flags += ["--ctx-checkpoints", str(self.ctx_checkpoints)]
+            if self.checkpoint_min_step != CHECKPOINT_MIN_STEP:
+                flags += ["--checkpoint-min-step", str(self.checkpoint_min_step)]
+        return tuple(flags)
+
+    def describe(self) -> str:
+        if not self.is_server:
+            return ("llama-cpp-python Llama(): 1 sequence, n_batch 512, outputs for a whole batch, swa_full=False; "
+                    "no prompt cache, no checkpoints")
+        slots = (f"{self.slots} slot{'s' if self.slots > 1 else ''}"
+                 + (" on one unified KV stream" if self.unified else " (a KV stream each)" if self.slots > 1 else ""))
+        auto = " (its default -np auto)" if self.n_parallel is None else ""
+        cache = ("prompt cache off" if self.cache_ram_mib == 0 else "prompt cache unlimited" if self.cache_ram_mib < 0
+                 else f"prompt cache up to {self.cache_ram_mib} MiB")
+        return (f"llama-server: {slots}{auto}, {self.slots} outputs reserved per batch, {cache}, "
+                f"up to {self.ctx_checkpoints} context checkpoints per slot")
+
+
+def makes_checkpoints(geometry: ModelGeometry) -> bool:
+    """llama-server checkpoints memory it cannot roll back: recurrent state, and SWA caches (swa_full off)."""
+    return bool(geometry.recurrent_layers) or geometry.has_swa
+
+
+@dataclass(frozen=True)
+class ServerRam:
+    """What llama-server keeps in system RAM beside the context, growing while it runs (upper bounds)."""
+
+    prompt_cache: int  # the --cache-ram limit in bytes (0: off or unlimited, see prompt_cache_unlimited)
+    prompt_cache_unlimited: bool
+    checkpoint_bytes: int  # one checkpoint: a sequence's recurrent state and SWA cells
+    checkpoints_per_slot: int
+    checkpoints: int  # slots x checkpoints per slot x checkpoint_bytes
+
+    @property
+    def total(self) -> int:
+        return self.prompt_cache + self.checkpoints
+
+
+NO_SERVER_RAM = ServerRam(0, False, 0, 0, 0)
+
+
+def checkpoint_bytes(geometry: ModelGeometry, settings: Params) -> int:
+    """One sequence's checkpoint (PARTIAL_ONLY state): its recurrent rows and the SWA cells it can hold,
+    n_swa + n_ubatch (the window after a ubatch), at most the SWA cache of its stream."""
+    fp = compute_footprint(geometry, settings)
+    rows = max(1, settings.n_seq)
+    recurrent = fp.recurrent_state_bytes // rows if fp.n_recurrent_layers else 0
+    swa = 0
+    if geometry.has_swa and not settings.swa_full:
+        cells = min(fp.shape.swa_cells, geometry.n_swa + fp.shape.n_ubatch)
+        swa = cells * fp.swa_kv_bytes_per_cell
+    return recurrent + swa
+
+
+def server_ram(geometry: ModelGeometry, settings: Params, config: RuntimeConfig) -> ServerRam:
+    """The prompt cache limit and the checkpoint bound of `settings` (a context from `config.context`).
+
+    Checkpoints per slot: at most --ctx-checkpoints, and about one per --checkpoint-min-step tokens of the
+    slot's context plus one near the prompt's end (the spacing is not kept for the current task's last
+    message): min(ctx_checkpoints, n_ctx_slot // min_step + 1).
+    """
+    if not config.is_server:
+        return NO_SERVER_RAM
+    unlimited = config.cache_ram_mib < 0
+    cache = 0 if unlimited else config.cache_ram_mib * MIB
+    if not makes_checkpoints(geometry) or config.ctx_checkpoints == 0:
+        return ServerRam(cache, unlimited, 0, 0, 0)
+    one = checkpoint_bytes(geometry, settings)
+    n_ctx_slot = context_shape(geometry, settings).n_ctx_seq  # a slot's reach: the whole stream it is on
+    per_slot = config.ctx_checkpoints
+    if config.checkpoint_min_step > 0:
+        per_slot = min(per_slot, n_ctx_slot // config.checkpoint_min_step + 1)
+    return ServerRam(cache, unlimited, one, per_slot, config.slots * per_slot * one)
