@@ -115,13 +115,12 @@ def read_metadata(path: str | os.PathLike, part: Callable[[int, int], Path] | No
         if not Path(part_path).exists():
             raise BadModelFile(f"{path}: part {index} of {count} is missing: {part_path}")
         part_meta = _read_one(Path(part_path), need_architecture=False)
-        tensors += part_meta.tensors
+        tensors += [replace(t, part=index - 1) for t in part_meta.tensors]
         total += part_meta.file_bytes
     expected = meta.keys.get("split.tensors.count")
     if isinstance(expected, int) and expected != len(tensors):
         raise BadModelFile(f"{path}: the split set holds {len(tensors)} tensors, split.tensors.count says {expected}")
-    # offsets are per part: the host's mapped span (weights.host_mapped) is then not known
-    tensors = [TensorInfo(t.name, t.shape, t.ggml_type, t.n_bytes) for t in tensors]
+    # offsets are per part: llama.cpp maps each part's span of host tensors apart (weights.host_mapped)
     return replace(meta, tensors=tuple(tensors), file_bytes=total)
 
 

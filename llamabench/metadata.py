@@ -27,6 +27,7 @@ class TensorInfo:
     ggml_type: int
     n_bytes: int
     offset: int = 0  # where the tensor's data starts in the file (0 where unknown)
+    part: int = 0  # the file of a split set that holds it (0: the first, or the only one)
 
 
 @dataclass(frozen=True)

@@ -55,8 +55,8 @@ class WeightsBreakdown:
     # tied embeddings: no output.weight, so llama.cpp loads token_embd a second time as the output
     # matrix on the output layer's device (TENSOR_DUPLICATED in llama_model::load_tensors)
     tied_output_bytes: int = 0
-    # (layer or None, class, file offset, bytes) per tensor, in file order: for the host's mapped span
-    tensor_spans: tuple[tuple[int | None, str, int, int], ...] = ()
+    # (layer or None, class, file offset, bytes, split part) per tensor, in file order: for the host's mapped span
+    tensor_spans: tuple[tuple[int | None, str, int, int, int], ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -83,13 +83,17 @@ class WeightsBreakdown:
         return il >= start and not (cls == "routed_experts" and il < n_cpu_moe)
 
     def host_mapped(self, *, n_gpu_layers: int, n_cpu_moe: int = 0) -> int | None:
-        """What llama.cpp reports as the host's model buffer when it maps the file (mmap): the span of the
-        file from the first to the end of the last tensor kept in system RAM, card tensors in between
-        included (llama_model_loader::get_mapping_range). None where the offsets are not known."""
-        if not self.tensor_spans or not any(offset for _, _, offset, _ in self.tensor_spans):
+        """What llama.cpp reports as the host's model buffers when it maps the file (mmap): per file of a split
+        set, the span from the first to the end of the last tensor kept in system RAM, card tensors in
+        between included (llama_model_loader::get_mapping_range). None where the offsets are not known."""
+        if not self.tensor_spans or not any(span[2] for span in self.tensor_spans):
             return None
-        host = [(off, n) for il, cls, off, n in self.tensor_spans if not self._on_card(il, cls, n_gpu_layers, n_cpu_moe)]
-        return max(off + n for off, n in host) - min(off for off, _ in host) if host else 0
+        spans: dict[int, tuple[int, int]] = {}
+        for il, cls, off, n, part in self.tensor_spans:
+            if not self._on_card(il, cls, n_gpu_layers, n_cpu_moe):
+                first, last = spans.get(part, (off, off + n))
+                spans[part] = (min(first, off), max(last, off + n))
+        return sum(last - first for first, last in spans.values())
 
     def has_experts(self) -> bool:
         return self.class_bytes("routed_experts") > 0
@@ -111,7 +115,7 @@ def breakdown(tensors: tuple[TensorInfo, ...], n_layer: int, recurrent_layers: s
         n = t.n_bytes if scale_to_bytes is None else round(scale_to_bytes * elements[t.name] / total_elements)
         target = global_bytes if il is None else per_layer.setdefault(il, {})
         target[cls] = target.get(cls, 0) + n
-    spans = tuple((il, cls, t.offset, t.n_bytes) for t, (il, cls) in zip(tensors, classes))
+    spans = tuple((il, cls, t.offset, t.n_bytes, t.part) for t, (il, cls) in zip(tensors, classes))
     names = {t.name for t in tensors}
     tied = global_bytes.get("embeddings", 0) if "output.weight" not in names and "token_embd.weight" in names else 0
     return WeightsBreakdown(per_layer, global_bytes, n_layer, basis, tied_output_bytes=tied,

@@ -40,7 +40,7 @@ def test_fits_by_a_margin_and_misses_by_a_margin(twin_path):
     assert best.placement.kind is PlacementKind.ALL and "-c 32768" in llama_server_command(result, best)
     assert result.recommended("2GiB", 32768).placement.kind is not PlacementKind.ALL  # only fewer layers fit
     summary = record.to_dict()["summary"]["recommendations"]  # what `fit --json` gives a script
-    assert summary[0]["budget"] == "8GiB" and summary[0]["llama_server"] == llama_server_command(result, best)
+    assert summary[0]["budget"] == "8GiB" and summary[0]["command"] == llama_server_command(result, best)
     assert result.rows[summary[1]["row"]] == result.recommended("2GiB", 32768)
 
 

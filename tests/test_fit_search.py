@@ -41,9 +41,9 @@ def fake_compute(settings: Params) -> int:
     return 50 * MIB + settings.n_ctx * 1000  # grows with n_ctx, as llama.cpp's does
 
 
-def fitter(tied: bool = False, reserve: int = 0) -> Fitter:
+def fitter(tied: bool = False, reserve: int = 0, **options) -> Fitter:
     weights = breakdown(tensors(tied), N_LAYER, set(), basis="test")
-    return Fitter(GEOMETRY, weights, fake_compute, reserve=reserve)
+    return Fitter(GEOMETRY, weights, fake_compute, reserve=reserve, **options)
 
 
 def test_all_on_card_is_the_sum_of_the_parts():

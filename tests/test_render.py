@@ -18,28 +18,43 @@ from llamabench.metadata import ModelMetadata
 from llamabench.params import Budget, Params
 from llamabench.render.bench import render
 from llamabench.render.fit import markdown_report, render_text
+from llamabench.runtimes import Runtime, RuntimeConfig
 from llamabench.results.records import InspectRecord, append
 from llamabench.sysinfo import Machine
 
 GIB = 2**30
 
 
-def fit_result(budget: int) -> FitResult:
-    f = fitter()
-    rows = f.rows(Budget("card", budget), Params(n_ctx=8192))
+def fit_result(budget: int, runtime: Runtime = Runtime.LLAMA_SERVER, ram: Budget | None = None) -> FitResult:
+    config = RuntimeConfig(runtime)
+    f = fitter(runtime=config, ram=ram)
+    rows = f.rows(Budget("card", budget), config.context(Params(n_ctx=8192)))
     return FitResult("Tiny MoE", "qwen3moe", {"weights": "test"}, tuple(rows), (Budget("card", budget),), (8192,),
-                     f.n_layer_all, "tiny.gguf", n_ctx_train=32768)
+                     f.n_layer_all, "tiny.gguf", n_ctx_train=32768, runtime=config,
+                     server_args=config.server_flags(f.geometry), ram=ram)
 
 
 def test_fit_text_gives_the_command_of_the_recommendation():
     text = render_text(fit_result(int(1.2 * GIB)))
     assert "all layers on the card" in text and "no (-" in text
     assert "-> fits with f16/f16 KV, experts of layers 0-" in text
-    assert "llama-server -m tiny.gguf -c 8192 -ngl 99 -fa on -ctk f16 -ctv f16 --n-cpu-moe" in text
-    assert "Llama() cannot keep experts in RAM" in text
+    assert ("llama-server -m tiny.gguf -c 8192 -ngl 99 -fa on -ctk f16 -ctv f16 --n-cpu-moe 4 -np 4 -kvu "
+            "--cache-ram 8192" in text)
+    assert "system RAM: " in text and "prompt cache <= 8.00" in text
+    assert "Llama(" not in text  # sized for llama-server: the Llama() line would be another context
+    python = render_text(fit_result(int(1.2 * GIB), Runtime.LLAMA_CPP_PYTHON))
+    assert "Llama() cannot keep experts in RAM" in python and "llama-server -m" not in python
     assert markdown_report(fit_result(int(1.2 * GIB))).count("| f16/f16 |") == 3
     rows = list(csv.DictReader(io.StringIO(render_text(fit_result(int(1.2 * GIB)), "csv"))))
-    assert [r["fits"] for r in rows][0].startswith("no (-") and rows[-1]["llama_server"].startswith("llama-server")
+    assert [r["fits"] for r in rows][0].startswith("no (-") and rows[-1]["command"].startswith("llama-server")
+    assert int(rows[-1]["host_bytes"]) >= 8192 * 2**20  # the prompt cache limit is a part of the host
+
+
+def test_a_placement_that_fits_the_card_but_not_the_ram_names_the_flags():
+    text = render_text(fit_result(int(1.2 * GIB), ram=Budget("4GiB", 4 * GIB)))
+    assert "RAM no (-" in text and "but not the system RAM" in text
+    assert "does NOT fit" in text and "--cache-ram, --ctx-checkpoints, -np" in text
+    assert "-> fits with" in render_text(fit_result(int(1.2 * GIB), ram=Budget("16GiB", 16 * GIB)))
 
 
 def test_a_tiny_shortfall_is_shown_in_mib():
