@@ -44,10 +44,10 @@ def test_fits_by_a_margin_and_misses_by_a_margin(twin_path):
     assert result.rows[summary[1]["row"]] == result.recommended("2GiB", 32768)
 
 
-def _allocated_bytes(path, n_ctx: int) -> int:
-    """What a real context at n_ctx allocates, all buffers, created in a child as every context is."""
+def _allocated_bytes(path, settings: Params) -> int:
+    """What a real context allocates, all buffers, created in a child as every context is."""
     events = []
-    run_child({"job": "create", "path": str(path), "params": Params(n_ctx=n_ctx, repack=False, n_threads=1).to_dict()},
+    run_child({"job": "create", "path": str(path), "params": settings.replace(repack=False, n_threads=1).to_dict()},
               events.append)
     alloc = Allocations.from_dict(next(e for e in events if e["event"] == "alloc")["allocations"])
     return alloc.weights_bytes + alloc.kv_bytes + alloc.recurrent_bytes + alloc.compute_and_output_bytes
@@ -55,12 +55,23 @@ def _allocated_bytes(path, n_ctx: int) -> int:
 
 def test_max_context_search_agrees_with_real_allocations(twin_path):
     budget = 300 * MIB
-    record = lb.fit(str(twin_path), verify=True, ram="300MiB", n_ctx=2048, type_k="f16", type_v="f16")
+    record = lb.fit(str(twin_path), verify=True, cpu_only=True, ram="300MiB", runtime="llama-cpp-python",
+                    n_ctx=2048, type_k="f16", type_v="f16")
     assert record.verify.ok, record.verify
-    found = record.rows[0].max_n_ctx
+    row = record.rows[0]
+    found = row.max_n_ctx
     assert found > 2048
-    assert _allocated_bytes(twin_path, found) <= budget  # llama.cpp's own buffers at the found n_ctx
-    assert _allocated_bytes(twin_path, found + 256) > budget  # one step above is over
+    assert _allocated_bytes(twin_path, row.settings.replace(n_ctx=found)) <= budget  # llama.cpp's own buffers
+    assert _allocated_bytes(twin_path, row.settings.replace(n_ctx=found + 256)) > budget  # one step above is over
+
+
+def test_llama_server_prompt_cache_counts_in_a_cpu_only_budget(twin_path):
+    # --cpu-only: the card is system RAM, and llama-server's prompt cache (8 GiB by default) grows there too
+    server = lb.fit(str(twin_path), cpu_only=True, ram="2GiB", n_ctx=2048, type_k="f16", type_v="f16").rows[0]
+    assert not server.fits and server.host.prompt_cache == 8192 * MIB
+    small = lb.fit(str(twin_path), cpu_only=True, ram="2GiB", n_ctx=2048, type_k="f16", type_v="f16",
+                   cache_ram=0).rows[0]
+    assert small.fits and small.host.prompt_cache == 0
 
 
 def test_builtin_default_verdict_for_16_and_24_gb(capsys):

@@ -3,8 +3,8 @@
 On a GPU build the card is the GPU; without one it is an emulated card: llama.cpp's RPC backend
 serving this machine's CPU as a device on 127.0.0.1 (llama/rpc.py), where llama.cpp places layers,
 KV, recurrent state and compute buffers exactly as on a GPU. Weights, KV and recurrent state must
-equal the prediction to llama.cpp's printed 0.01 MiB; the compute buffer is checked against
-llama.cpp's own dry run of the same placement. With --cpu-only there is no card: totals in system RAM.
+equal the prediction to llama.cpp's printed 0.01 MiB; the compute buffers are the fit's own
+figures, from llama.cpp's dry run of the same placement over the same kind of devices. With --cpu-only there is no card: totals in system RAM.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ..llama.worker import run_child
 from ..units import MIB
 from .advice import describe_placement
 from .result import FitResult
-from .search import Fitter, FitRow, recommend
+from .search import FitRow, recommend
 
 
 @dataclass(frozen=True)
@@ -96,17 +96,15 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
     if not rows:
         return FitVerification(error=f"nothing fits {result.budgets[0].label} at n_ctx {result.contexts[0]}, so "
                                      "there is nothing to create")
-    fitter = session.fitter()
     emulated = not session.gpu_build and not session.ram_mode
     with (emulated_card() if emulated else nullcontext(None)) as endpoint:
-        return FitVerification(tuple(_verify_row(row, fitter, session, result, endpoint) for row in rows))
+        return FitVerification(tuple(_verify_row(row, session, result, endpoint) for row in rows))
 
 
-def _verify_row(row: FitRow, fitter: Fitter, session, result: FitResult, endpoint: str | None) -> PlacementCheck:
+def _verify_row(row: FitRow, session, result: FitResult, endpoint: str | None) -> PlacementCheck:
     p = row.placement
-    on_card = not session.ram_mode
     params = p.params(row.settings, result.n_layer_all).replace(repack=False, n_threads=2)
-    job = {"job": "create", "path": session.verify_path, "params": params.to_dict(), "dry_run_first": on_card,
+    job = {"job": "create", "path": session.verify_path, "params": params.to_dict(), "dry_run_first": False,
            "rpc": endpoint}
     events: list[dict] = []
     outcome = run_child(job, events.append)
@@ -133,11 +131,10 @@ def _verify_row(row: FitRow, fitter: Fitter, session, result: FitResult, endpoin
         tolerance = 2 * MIB + predicted.total // 200  # printed MiB rounding and file-mapping padding
         device = DeviceCheck(HOST, predicted, allocated, tolerance, by_total=True)
         return PlacementCheck(**common, devices=(device,), budget=row.budget_bytes, card_total=allocated.total)
-    dry = Allocations.from_dict(by_kind["dry"]["allocations"])
     card = (alloc.card_names or ("card",))[0]
-    (card_kv, card_rec), (host_kv, host_rec) = fitter.cache_split(row.settings, p)
-    predicted = {card: DeviceParts(row.parts.weights, card_kv, card_rec, dry.device(card).compute),
-                 HOST: DeviceParts(fitter.host_weights(p), host_kv, host_rec, dry.device(HOST).compute)}
+    h = row.host  # the fit's own figures: compute from its dry run of this placement over the same devices
+    predicted = {card: DeviceParts(row.parts.weights, row.parts.kv, row.parts.recurrent, row.parts.compute),
+                 HOST: DeviceParts(h.weights, h.kv, h.recurrent, h.compute)}
     devices = tuple(DeviceCheck(name, predicted[name], alloc.device(name)) for name in predicted)
     # the projector (--mmproj) is not created here: its share of the budget stays set aside
     return PlacementCheck(**common, devices=devices, budget=row.budget_bytes - row.parts.reserve - row.parts.projector,

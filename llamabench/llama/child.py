@@ -117,17 +117,30 @@ def measure_tests(session, tests: list[BenchTest], repetitions: int, emit, *, re
         session.restore(snap)
 
 
+MODELS_KEPT = 24  # no_alloc models kept loaded, one per placement: tensor metadata only, a reload costs ~1 s
+
+
 def serve_dry_runs(job: dict) -> None:
     """Load once with no_alloc, then answer one dry-run context per settings line on stdin until EOF.
 
-    A line {"load": PARAMS} loads the model again with another placement (-ngl, --n-cpu-moe) first.
+    A line {"load": PARAMS} switches to another placement (-ngl, --n-cpu-moe); the models of the last
+    MODELS_KEPT placements stay loaded, so a search that comes back to one does not load it again.
     """
+    models: dict[str, DryRunModel] = {}
+
     def load(placement: dict):
-        try:
-            model = DryRunModel(job["path"], Params.from_dict(placement), rpc=job.get("rpc"))
-        except LlamabenchError as exc:
-            emit("failed", reason=str(exc))
-            return None
+        key = json.dumps(placement, sort_keys=True)
+        if key in models:
+            models[key] = models.pop(key)  # most recent last
+        else:
+            try:
+                models[key] = DryRunModel(job["path"], Params.from_dict(placement), rpc=job.get("rpc"))
+            except LlamabenchError as exc:
+                emit("failed", reason=str(exc))
+                return None
+            if len(models) > MODELS_KEPT:
+                models.pop(next(iter(models))).close()
+        model = models[key]
         emit("loaded", model_size_bytes=model.size, n_params=model.n_params)
         return model
 
@@ -140,7 +153,6 @@ def serve_dry_runs(job: dict) -> None:
                 continue
             request = json.loads(line)
             if "load" in request:
-                model.close()
                 model = load(request["load"])
                 if model is None:
                     return
@@ -153,8 +165,8 @@ def serve_dry_runs(job: dict) -> None:
             emit("dry", allocations=dry.allocations.to_dict(), n_ctx=dry.n_ctx, n_ctx_seq=dry.n_ctx_seq,
                  n_seq_max=dry.n_seq_max)
     finally:
-        if model is not None:
-            model.close()
+        for kept in models.values():
+            kept.close()
 
 
 def main() -> int:

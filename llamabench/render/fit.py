@@ -129,7 +129,7 @@ def render_text(result: FitResult, fmt: str = "text") -> str:
 
 
 def markdown_report(result: FitResult) -> str:
-    out = []
+    out = [f"Sized for {result.runtime.describe()}: the context the printed command creates.\n"]
     for budget, n_ctx, rows in _groups(result):
         out.append(f"**{budget.label} card, n_ctx {n_ctx:,}** (GiB)\n")
         out.append(_rows_table(result, rows, "md"))
@@ -168,8 +168,8 @@ def render_verification(v: FitVerification) -> str:
         )
         out.append(table(rows, fields, "text"))
         out.append("--cpu-only: the totals must agree within 2 MiB + 0.5% (file mapping)" if check.ram_mode else
-                   f"compute predicted by llama.cpp's dry run of the same placement; the fit table's compute "
-                   f"estimate was {check.fit_compute_estimate / MIB:.2f} MiB")
+                   "predicted: the fit's own rows (compute from llama.cpp's dry run of the same placement and "
+                   "context over the same kind of devices)")
         extra = f", process RSS grew {check.rss_delta / MIB:.2f} MiB" if check.rss_delta is not None else ""
         if check.gpu_delta is not None:
             extra += f", GPU memory used grew {check.gpu_delta / MIB:.2f} MiB (NVML)"

@@ -138,7 +138,8 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
             kv_at = _kv_at(curve, inspection, n_ctx)
         except LlamabenchError:
             continue
-        records.append(build_record(results.label, name, inspection, results.verify, results.bench, n_ctx, kv_at))
+        records.append(build_record(results.label, name, inspection, results.verify, results.bench, n_ctx, kv_at,
+                                    results.latest_fit.fit if results.latest_fit else None))
     stored = [r.to_dict() for r in records]
     (out_dir / "record.json").write_text(json.dumps(stored if len(stored) > 1 else stored[0], indent=2) + "\n")
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from .. import serial
 from ..allocations import bytes_equal
+from ..fit.result import FitResult
 from ..inspection import Inspection
 from ..render.table import compress_indices
 from ..results.records import BenchRecord, VerifyRecord
@@ -106,7 +107,7 @@ def _timed(bench: list[BenchRecord], n_ctx: int) -> list[BenchRecord]:
 
 
 def build_record(label: str, model_name: str, ins: Inspection, verify: list[VerifyRecord], bench: list[BenchRecord],
-                 context_length: int, kv_bytes_at_context: int) -> KvEfficiencyRecord:
+                 context_length: int, kv_bytes_at_context: int, fit: FitResult | None = None) -> KvEfficiencyRecord:
     """One kv_efficiency record at one context length; measured_* stay None without a timed run."""
     hybrid = any(layer.kind != "full" for layer in ins.geometry.layers)
     ctx_k = f"{context_length // 1024}k" if context_length % 1024 == 0 else str(context_length)
@@ -134,6 +135,16 @@ def build_record(label: str, model_name: str, ins: Inspection, verify: list[Veri
     methodology = [f"kv_bytes_per_token, kv_bytes_at_context and recurrent_state_bytes are derived from the GGUF "
                    f"metadata with llama.cpp's sizing rules (llamabench inspect), f16 K/V, 1 sequence, "
                    f"n_ctx {context_length:,} after llama.cpp's rounding"]
+    methodology.append("the runtime of these figures: one llama.cpp context as llama-cpp-python's Llama() and "
+                       "llama-bench create it (1 sequence)")
+    if fit is not None:
+        rows = [r for r in fit.rows if r.settings.n_ctx == context_length and r.settings.type_k == "f16"
+                and r.settings.type_v == "f16"]
+        sized = f"the fit in this report was sized for {fit.runtime.describe()}"
+        if rows:
+            sized += (f"; its context at n_ctx {context_length:,} holds {rows[0].parts.kv + rows[0].host.kv:,} B of KV "
+                      f"and {rows[0].parts.recurrent + rows[0].host.recurrent:,} B of recurrent state")
+        methodology.append(sized)
     if verified:
         ok = all(v.ok for v in verified)
         methodology.append("checked against llama.cpp's own `llama_kv_cache: size` / `llama_memory_recurrent: size` "
