@@ -36,8 +36,11 @@ def test_fit_puts_the_tied_output_matrix_on_the_card(gemma):
     assert best.placement.kind is PlacementKind.ALL
     # llama.cpp's own log with -ngl 99 on a device: model buffer 235.16 MiB (token_embd again as the output)
     assert round(best.parts.weights / MIB, 2) == 235.16
-    assert best.parts.kv == 116_391_936  # 96 MiB full + 15 MiB SWA, exact
+    # llama-server's 4 unified slots: 96 MiB full + 37.50 MiB SWA (2,560 cells), exact; Llama(): 15 MiB SWA
+    assert best.parts.kv == 139_984_896
     assert best.max_n_ctx == 32768 and "-c 32768" in llama_server_command(result, best)
+    python = lb.fit(str(gemma), n_ctx=32768, vram="2GiB", runtime="llama-cpp-python").fit
+    assert python.recommended("2GiB", 32768).parts.kv == 116_391_936
 
 
 def test_demo_on_the_real_file(gemma, tmp_path, capsys):

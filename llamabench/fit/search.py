@@ -292,13 +292,45 @@ class Fitter:
         if rows[0].card_fits:
             return rows
         room = budget.bytes
-        fits = lambda p: self._fits(room, settings, p, card_only=True)  # noqa: E731
+        exact = lambda p: self._fits(room, settings, p, card_only=True)  # noqa: E731
+        # each placement's compute is a dry run of a model loaded with that placement (about 1 s for a big
+        # file): search with the all-on-card compute (one model), then settle on the exact answer nearby
+        estimate = self.compute(settings, Placement(PlacementKind.ALL))
+        near = lambda p: self._row_of(room, settings, p, estimate, card_only=True).fits  # noqa: E731
         if self.weights.has_experts():
-            n = self._smallest(lambda k: fits(Placement(PlacementKind.N_CPU_MOE, k)), self.n_layer_all)
-            rows.append(self._row(budget, settings, Placement(PlacementKind.N_CPU_MOE, n if n is not None else self.n_layer_all)))
-        k = self._largest(lambda k: fits(Placement(PlacementKind.NGL, k)), self.n_layer_all, lowest=1)
-        rows.append(self._row(budget, settings, Placement(PlacementKind.NGL, k if k is not None else 1)))
+            moe = lambda k: Placement(PlacementKind.N_CPU_MOE, k)  # noqa: E731
+            guess = self._smallest(lambda k: near(moe(k)), self.n_layer_all)
+            n = self._settle(guess, lambda k: exact(moe(k)), better=-1, lo=1, hi=self.n_layer_all,
+                             search=lambda: self._smallest(lambda k: exact(moe(k)), self.n_layer_all))
+            rows.append(self._row(budget, settings, moe(n if n is not None else self.n_layer_all)))
+        ngl = lambda k: Placement(PlacementKind.NGL, k)  # noqa: E731
+        guess = self._largest(lambda k: near(ngl(k)), self.n_layer_all, lowest=1)
+        k = self._settle(guess, lambda k: exact(ngl(k)), better=+1, lo=1, hi=self.n_layer_all,
+                         search=lambda: self._largest(lambda k: exact(ngl(k)), self.n_layer_all, lowest=1))
+        rows.append(self._row(budget, settings, ngl(k if k is not None else 1)))
         return rows
+
+    MAX_SETTLE_STEPS = 3
+
+    def _settle(self, guess: int | None, ok: Callable[[int], bool], *, better: int, lo: int, hi: int,
+                search: Callable[[], int | None]) -> int | None:
+        """The exact best k near an estimated one: step toward worse until ok, then toward better while ok;
+        past MAX_SETTLE_STEPS steps (a poor estimate) the exact search itself."""
+        k = guess if guess is not None else (hi if better < 0 else lo)  # no estimate: start at the worst end
+        steps = 0
+        while not ok(k):
+            k -= better
+            steps += 1
+            if not lo <= k <= hi:
+                return None
+            if steps > self.MAX_SETTLE_STEPS:
+                return search()
+        while lo <= k + better <= hi and ok(k + better):
+            k += better
+            steps += 1
+            if steps > self.MAX_SETTLE_STEPS:
+                return search()
+        return k
 
     @staticmethod
     def _smallest(ok: Callable[[int], bool], n_max: int) -> int | None:

@@ -5,6 +5,8 @@ Shared by `llamabench fit` and `llamabench report`; prose about a fit lives here
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..allocations import PARTS
 from ..fit.advice import describe_placement, run_line
 from ..fit.result import FitResult
@@ -78,9 +80,13 @@ def host_line(row: FitRow) -> str:
         grows.append(f"checkpoints <= {_gib(h.checkpoints)}")
     line = f"   system RAM: {_gib(h.total)} GiB ({', '.join(parts)}" + (f"; grows: {', '.join(grows)}" if grows else "") + ")"
     if row.ram is not None:
-        line += (f" of {row.ram.label}: fits" if row.ram_fits else
-                 f" of {row.ram.label}: does NOT fit (short {_short(row.ram_short_by).lstrip('-')}); shrink it with "
-                 f"{RAM_FLAGS}")
+        if row.ram_fits:
+            line += f" of {row.ram.label}: fits"
+        else:
+            line += (f" of {row.ram.label}: does NOT fit (short {_short(row.ram_short_by).lstrip('-')}); shrink it "
+                     f"with {RAM_FLAGS}")
+            if 0 < row.ram_short_by <= h.prompt_cache:
+                line += f" (--cache-ram {(h.prompt_cache - row.ram_short_by) // MIB} would fit)"
     return line
 
 
@@ -91,8 +97,9 @@ def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
                 f"{describe_placement(best.placement, result.n_layer_all)}:",
                 f"   {run_line(result, best)}", host_line(best)]
     card_ok = [r for r in rows if r.card_fits]
-    if card_ok:
-        row = min(card_ok, key=lambda r: r.ram_short_by)
+    if card_ok:  # the row that would be recommended if the RAM were not checked
+        best_on_card = recommend([replace(r, ram=None) for r in card_ok])
+        row = next(r for r in card_ok if replace(r, ram=None) == best_on_card)
         return [f"-> fits the card with {row.settings.type_k}/{row.settings.type_v} KV, "
                 f"{describe_placement(row.placement, result.n_layer_all)}, but not the system RAM:",
                 f"   {run_line(result, row)}", host_line(row)]
