@@ -81,3 +81,17 @@ def test_each_command_then_report_on_a_file(gemma, tmp_path, capsys):
     report = lb.report(results, out_dir=tmp_path / "rep")
     assert report.models[0].kv_efficiency[0].measured_prefill_tok_s > 0
     assert json.loads((tmp_path / "rep" / "record.json").read_text()) == report.models[0].kv_efficiency[0].to_dict()
+
+
+def test_ram_is_checked_beside_the_card_and_the_flags_that_shrink_it_are_named(gemma, capsys):
+    # llama-server's prompt cache (8 GiB by default) does not fit 8 GiB of RAM beside the mapped weights
+    row = lb.fit(str(gemma), n_ctx=32768, vram="2GiB", ram="8GiB", type_k="f16", type_v="f16").rows[0]
+    assert row.card_fits and not row.ram_fits and row.host.prompt_cache == 8192 * MIB
+    assert row.host.weights == 170 * MIB  # token_embd mapped for the input lookup (llama.cpp's CPU_Mapped)
+    small = lb.fit(str(gemma), n_ctx=32768, vram="2GiB", ram="8GiB", type_k="f16", type_v="f16",
+                   cache_ram=4096).rows[0]
+    assert small.fits
+    assert main(["fit", str(gemma), "--ctx", "32768", "--vram", "2GiB", "--ram", "8GiB", "-ctk", "f16",
+                 "-ctv", "f16"]) == 0
+    out = capsys.readouterr().out
+    assert "but not the system RAM" in out and "--cache-ram, --ctx-checkpoints, -np" in out
