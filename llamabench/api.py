@@ -147,8 +147,8 @@ def remote_model(model_id: str, quant: str | None) -> str:
     return "hf://" + quants[name].hf
 
 
-def runtime_config(runtime=None, *, n_seq=None, kv_unified=None, cache_ram=None, ctx_checkpoints=None,
-                   checkpoint_min_step=None) -> RuntimeConfig:
+def runtime_config(runtime=None, *, n_seq=None, kv_unified=None, cache_ram=None,
+                   ctx_checkpoints=None) -> RuntimeConfig:
     """The runtime a fit sizes, from the keywords as the schema spells them (None: the runtime's default)."""
     def value(name, raw):
         return parse_value(name, raw, listed=False) if raw is not None else SCHEMA[name].default
@@ -156,14 +156,14 @@ def runtime_config(runtime=None, *, n_seq=None, kv_unified=None, cache_ram=None,
     return RuntimeConfig(parse_runtime(value("runtime", runtime)),
                          n_parallel=None if n_seq is None else parse_value("n_seq", n_seq, listed=False),
                          kv_unified=None if kv_unified is None else parse_value("kv_unified", kv_unified, listed=False),
-                         cache_ram_mib=value("cache_ram", cache_ram), ctx_checkpoints=value("ctx_checkpoints", ctx_checkpoints),
-                         checkpoint_min_step=value("checkpoint_min_step", checkpoint_min_step))
+                         cache_ram_mib=value("cache_ram", cache_ram),
+                         ctx_checkpoints=value("ctx_checkpoints", ctx_checkpoints))
 
 
 def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None, verify: bool = False,
         mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None, remote: bool = False,
         results: PathLike | None = None, runtime=None, n_seq=None, kv_unified=None, cache_ram=None,
-        ctx_checkpoints=None, checkpoint_min_step=None, **params) -> FitRecord:
+        ctx_checkpoints=None, **params) -> FitRecord:
     """Does n_ctx fit on the card(s) beside the weights, with which KV type and placement, in the context the
     runtime creates (`runtime="llama-server"`, the default, or "llama-cpp-python"); `ram=` checks the host
     part; `verify=True` creates the answer for real (on the GPU, or an emulated card) and compares device by
@@ -178,7 +178,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     if cpu_only and ram_budget is None:
         raise UsageError("--cpu-only puts everything in system RAM: give its size with --ram SIZE")
     config = runtime_config(runtime, n_seq=n_seq, kv_unified=kv_unified or None, cache_ram=cache_ram,
-                            ctx_checkpoints=ctx_checkpoints, checkpoint_min_step=checkpoint_min_step)
+                            ctx_checkpoints=ctx_checkpoints)
     contexts = list(values["n_ctx"])
     if any(c == 0 for c in contexts):
         raise UsageError("n_ctx 0 is not allowed in fit: give the context length")
@@ -186,6 +186,11 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     given = {name: values[name] if params.get(name) not in (None, (), []) else () for name in ("n_gpu_layers", "n_cpu_moe")}
     placements = ([Placement(PlacementKind.NGL, n) for n in given["n_gpu_layers"]]
                   + [Placement(PlacementKind.N_CPU_MOE, n) for n in given["n_cpu_moe"]])
+    if not config.is_server and given["n_cpu_moe"]:
+        raise UsageError("Llama() cannot keep experts in RAM (llama-cpp-python has no tensor buffer overrides)",
+                         hint="use -ngl, or --runtime llama-server")
+    if not config.is_server and (cache_ram is not None or ctx_checkpoints is not None):
+        raise UsageError("--cache-ram and --ctx-checkpoints are llama-server's: Llama() keeps neither")
     if cpu_only and placements:
         raise UsageError("--cpu-only puts everything in system RAM: it does not go with -ngl or --n-cpu-moe")
 

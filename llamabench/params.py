@@ -349,10 +349,8 @@ _OPTIONS = (
     _p("runtime", ["--runtime"], runtime_name, "llama-server", "the program that creates the context: llama-server "
        "(the printed command) or llama-cpp-python (the Llama() call)", metavar="NAME"),
     _p("cache_ram", ["-cram", "--cache-ram"], int_at_least_minus_one, 8192,
-       "llama-server's prompt cache limit in MiB (-1: no limit, 0: off)", metavar="MIB"),
-    _p("ctx_checkpoints", ["-ctxcp", "--ctx-checkpoints"], nonneg_int, 32, "llama-server's context checkpoints per slot"),
-    _p("checkpoint_min_step", ["-cms", "--checkpoint-min-step"], nonneg_int, 8192,
-       "llama-server's least spacing of checkpoints, in tokens"),
+       "llama-server's prompt cache limit in MiB (-1: no limit, 0: off; its default 8192)", metavar="MIB"),
+    _p("ctx_checkpoints", ["-ctxcp", "--ctx-checkpoints"], nonneg_int, 32, "llama-server's context checkpoints per slot (its default 32)"),
     _p("verify", ["--verify"], on_off, False, "create the answer for real and compare, device by device",
        action="store_true"),
     _p("mmproj", ["--mmproj"], text, None, "a vision projector GGUF (local, https:// or hf://), or 'published' for "

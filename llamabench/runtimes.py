@@ -11,13 +11,15 @@ References (the llama.cpp vendored in llama-cpp-python 0.3.36):
   `kv_unified = true`); `tools/server/server-context.cpp` `server_output_limits` and `load_model`
   (`n_outputs_max` = slots x (1 + draft tokens), capped by n_batch; `n_outputs_max_per_seq` =
   1 + draft tokens); `common/common.h` (`n_batch` 2048, `n_ubatch` 512, `swa_full` false,
-  `cache_ram_mib` 8192, `n_ctx_checkpoints` 32, `checkpoint_min_step` 8192);
+  `cache_ram_mib` 8192, `n_ctx_checkpoints` 32);
   `common/common.cpp` `common_context_params_to_llama` (`n_seq_max = n_parallel`).
 - Checkpoints: `server-context.cpp` (`do_checkpoint` for models whose memory cannot be rolled back
-  (recurrent) or that use SWA without `swa_full`; `create_checkpoint` keeps at most
-  `n_ctx_checkpoints` per slot, each `llama_state_seq_get_size_ext(PARTIAL_ONLY)`: the sequence's
-  recurrent state and its SWA cells, `llama_memory_hybrid::state_write`,
-  `llama_kv_cache_iswa::state_write`). Prompt cache: `server-task.cpp` `server_prompt_cache`
+  (recurrent) or that use SWA without `swa_full`; one at the last user message and near each
+  prompt's end, whatever `--checkpoint-min-step` says; `create_checkpoint` thins close ones only
+  once the list is full, so a slot reaches `n_ctx_checkpoints`); each is
+  `llama_state_seq_get_size_ext(PARTIAL_ONLY)`: the sequence's recurrent state and its SWA cells
+  that are not masked, at most n_swa (`llama_memory_hybrid::state_write`,
+  `llama_kv_cache_iswa::state_write`, `llama_kv_cache::state_write`). Prompt cache: `server-task.cpp` `server_prompt_cache`
   (`limit_size` = `--cache-ram` MiB, checkpoints counted inside it).
 - llama-cpp-python: `llama_cpp/llama.py` `Llama.__init__` (`n_batch=512` then `min(n_ctx, n_batch)`,
   `n_ubatch=512`, `n_seq_max` left at `llama_context_default_params`' 1, `n_outputs_max` 0 = n_batch;
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from .errors import UsageError
-from .footprint import compute_footprint, context_shape
+from .footprint import compute_footprint
 from .layout import ModelGeometry
 from .params import RUNTIMES, Params
 from .units import MIB
@@ -53,7 +55,7 @@ def parse_runtime(text) -> Runtime:
 
 SERVER_AUTO_SLOTS = 4  # tools/server/server.cpp: n_parallel -1 ("auto") -> 4 slots, kv_unified
 PYTHON_N_BATCH, PYTHON_N_UBATCH = 512, 512  # Llama(n_batch=512, n_ubatch=512)
-CACHE_RAM_MIB, CTX_CHECKPOINTS, CHECKPOINT_MIN_STEP = 8192, 32, 8192  # common/common.h
+CACHE_RAM_MIB, CTX_CHECKPOINTS = 8192, 32  # common/common.h
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,6 @@ class RuntimeConfig:
     kv_unified: bool | None = None  # -kvu; None: the runtime's default
     cache_ram_mib: int = CACHE_RAM_MIB  # -1: no limit, 0: off
     ctx_checkpoints: int = CTX_CHECKPOINTS
-    checkpoint_min_step: int = CHECKPOINT_MIN_STEP
 
     def __post_init__(self):
         if self.runtime is Runtime.LLAMA_CPP_PYTHON and ((self.n_parallel or 1) > 1 or self.kv_unified):
@@ -115,21 +116,21 @@ class RuntimeConfig:
         flags += ["--cache-ram", str(self.cache_ram_mib)]
         if makes_checkpoints(geometry):
             flags += ["--ctx-checkpoints", str(self.ctx_checkpoints)]
-            if self.checkpoint_min_step != CHECKPOINT_MIN_STEP:
-                flags += ["--checkpoint-min-step", str(self.checkpoint_min_step)]
         return tuple(flags)
 
-    def describe(self) -> str:
+    def describe(self, geometry: ModelGeometry | None = None) -> str:
         if not self.is_server:
             return ("llama-cpp-python Llama(): 1 sequence, n_batch 512, outputs for a whole batch, swa_full=False; "
                     "no prompt cache, no checkpoints")
         slots = (f"{self.slots} slot{'s' if self.slots > 1 else ''}"
                  + (" on one unified KV stream" if self.unified else " (a KV stream each)" if self.slots > 1 else ""))
         auto = " (its default -np auto)" if self.n_parallel is None else ""
-        cache = ("prompt cache off" if self.cache_ram_mib == 0 else "prompt cache unlimited" if self.cache_ram_mib < 0
+        cache = ("prompt cache off" if self.cache_ram_mib == 0 else "prompt cache of no size limit (n_ctx tokens)"
+                 if self.cache_ram_mib < 0
                  else f"prompt cache up to {self.cache_ram_mib} MiB")
-        return (f"llama-server: {slots}{auto}, {self.slots} outputs reserved per batch, {cache}, "
-                f"up to {self.ctx_checkpoints} context checkpoints per slot")
+        checkpoints = ("" if geometry is not None and not makes_checkpoints(geometry)
+                       else f", up to {self.ctx_checkpoints} context checkpoints per slot")
+        return f"llama-server: {slots}{auto}, {self.slots} outputs reserved per batch, {cache}{checkpoints}"
 
 
 def makes_checkpoints(geometry: ModelGeometry) -> bool:
@@ -141,8 +142,8 @@ def makes_checkpoints(geometry: ModelGeometry) -> bool:
 class ServerRam:
     """What llama-server keeps in system RAM beside the context, growing while it runs (upper bounds)."""
 
-    prompt_cache: int  # the --cache-ram limit in bytes (0: off or unlimited, see prompt_cache_unlimited)
-    prompt_cache_unlimited: bool
+    prompt_cache: int  # the --cache-ram limit in bytes; with -1 the KV of n_ctx tokens (a floor, see below)
+    prompt_cache_unlimited: bool  # --cache-ram -1: only its token limit, n_ctx, holds it; states may hold more
     checkpoint_bytes: int  # one checkpoint: a sequence's recurrent state and SWA cells
     checkpoints_per_slot: int
     checkpoints: int  # slots x checkpoints per slot x checkpoint_bytes
@@ -156,34 +157,33 @@ NO_SERVER_RAM = ServerRam(0, False, 0, 0, 0)
 
 
 def checkpoint_bytes(geometry: ModelGeometry, settings: Params) -> int:
-    """One sequence's checkpoint (PARTIAL_ONLY state): its recurrent rows and the SWA cells it can hold,
-    n_swa + n_ubatch (the window after a ubatch), at most the SWA cache of its stream."""
+    """One sequence's checkpoint (PARTIAL_ONLY state): its recurrent rows and its SWA cells that are not
+    masked, n_swa at most (and at most the SWA cache of its stream). Data only: the state's headers, a
+    few bytes per cell and layer, are left out."""
     fp = compute_footprint(geometry, settings)
     rows = max(1, settings.n_seq)
     recurrent = fp.recurrent_state_bytes // rows if fp.n_recurrent_layers else 0
     swa = 0
     if geometry.has_swa and not settings.swa_full:
-        cells = min(fp.shape.swa_cells, geometry.n_swa + fp.shape.n_ubatch)
+        cells = min(fp.shape.swa_cells, geometry.n_swa)
         swa = cells * fp.swa_kv_bytes_per_cell
     return recurrent + swa
 
 
 def server_ram(geometry: ModelGeometry, settings: Params, config: RuntimeConfig) -> ServerRam:
-    """The prompt cache limit and the checkpoint bound of `settings` (a context from `config.context`).
-
-    Checkpoints per slot: at most --ctx-checkpoints, and about one per --checkpoint-min-step tokens of the
-    slot's context plus one near the prompt's end (the spacing is not kept for the current task's last
-    message): min(ctx_checkpoints, n_ctx_slot // min_step + 1).
-    """
+    """The prompt cache limit and the checkpoint bound of `settings` (a context from `config.context`):
+    slots x --ctx-checkpoints x one checkpoint. The spacing rule does not lower it: a chat of many turns
+    adds checkpoints at each last user message and prompt end, and close ones are thinned only once a
+    slot's list is full."""
     if not config.is_server:
         return NO_SERVER_RAM
     unlimited = config.cache_ram_mib < 0
-    cache = 0 if unlimited else config.cache_ram_mib * MIB
+    # -1: no size limit, but server_prompt_cache keeps prompts of n_ctx tokens in all (server-task.cpp
+    # update): at least their KV; each prompt's recurrent state and checkpoints come on top
+    cache = (compute_footprint(geometry, settings).kv_bytes_per_token * settings.n_ctx if unlimited
+             else config.cache_ram_mib * MIB)
     if not makes_checkpoints(geometry) or config.ctx_checkpoints == 0:
         return ServerRam(cache, unlimited, 0, 0, 0)
     one = checkpoint_bytes(geometry, settings)
-    n_ctx_slot = context_shape(geometry, settings).n_ctx_seq  # a slot's reach: the whole stream it is on
     per_slot = config.ctx_checkpoints
-    if config.checkpoint_min_step > 0:
-        per_slot = min(per_slot, n_ctx_slot // config.checkpoint_min_step + 1)
     return ServerRam(cache, unlimited, one, per_slot, config.slots * per_slot * one)

@@ -26,6 +26,7 @@ GIB = 2**30
 
 
 def fit_result(budget: int, runtime: Runtime = Runtime.LLAMA_SERVER, ram: Budget | None = None) -> FitResult:
+    """The tiny MoE of test_fit_search, sized for a runtime; Llama() searches no --n-cpu-moe placements."""
     config = RuntimeConfig(runtime)
     f = fitter(runtime=config, ram=ram)
     rows = f.rows(Budget("card", budget), config.context(Params(n_ctx=8192)))
@@ -43,7 +44,8 @@ def test_fit_text_gives_the_command_of_the_recommendation():
     assert "system RAM: " in text and "prompt cache <= 8.00" in text
     assert "Llama(" not in text  # sized for llama-server: the Llama() line would be another context
     python = render_text(fit_result(int(1.2 * GIB), Runtime.LLAMA_CPP_PYTHON))
-    assert "Llama() cannot keep experts in RAM" in python and "llama-server -m" not in python
+    assert "--n-cpu-moe" not in python and "llama-server -m" not in python
+    assert "-> fits with f16/f16 KV, " in python and "llama_cpp.Llama(" in python
     assert markdown_report(fit_result(int(1.2 * GIB))).count("| f16/f16 |") == 3
     rows = list(csv.DictReader(io.StringIO(render_text(fit_result(int(1.2 * GIB)), "csv"))))
     assert [r["fits"] for r in rows][0].startswith("no (-") and rows[-1]["command"].startswith("llama-server")

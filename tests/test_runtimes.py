@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 
 from conftest import model
+from test_render import fit_result
 from llamabench.cli import main
+from llamabench import serial
 from llamabench.errors import UsageError
+from llamabench.fit.result import FitResult
 from llamabench.footprint import compute_footprint
 from llamabench.layout import geometry_from_metadata
 from llamabench.params import Params
@@ -45,13 +48,16 @@ def test_the_one_line_difference_in_kv_for_the_same_model():
     assert server.kv_bytes / MIB == 133.5 and python.kv_bytes / MIB == 111.0
 
 
-def test_checkpoints_are_bounded_by_count_and_spacing():
+def test_checkpoints_are_bounded_by_their_count():
     s = SERVER.context(Params(n_ctx=32768))
     one = checkpoint_bytes(GEMMA, s)
-    assert one == (512 + 512) * 15 * 2 * 256 * 2  # window + ubatch cells of one sequence, 15 SWA layers, K and V
+    assert one == 512 * 15 * 2 * 256 * 2  # the unmasked window of one sequence, 15 SWA layers, K and V
     ram = server_ram(GEMMA, s, SERVER)
-    assert ram.checkpoints_per_slot == 32768 // 8192 + 1 and ram.checkpoints == 4 * 5 * one
+    # a chat of many turns checkpoints at each last user message: the spacing rule thins them only when full
+    assert ram.checkpoints_per_slot == 32 and ram.checkpoints == 4 * 32 * one
     assert ram.prompt_cache == 8192 * MIB and ram.total == ram.prompt_cache + ram.checkpoints
+    unlimited = server_ram(GEMMA, s, RuntimeConfig(cache_ram_mib=-1))  # only its n_ctx token limit holds it
+    assert unlimited.prompt_cache_unlimited and unlimited.prompt_cache == 32768 * 3 * 256 * 2 * 2
     few = server_ram(GEMMA, s, RuntimeConfig(ctx_checkpoints=2, cache_ram_mib=0))
     assert few.checkpoints_per_slot == 2 and few.prompt_cache == 0
     assert server_ram(GEMMA, PYTHON.context(Params(n_ctx=32768)), PYTHON).total == 0
@@ -66,6 +72,12 @@ def test_the_command_spells_out_the_defaults_that_surprise():
     assert PYTHON.server_flags(GEMMA) == ()
 
 
+def test_a_fit_record_from_before_runtimes_reads_as_one_llama_context():
+    data = serial.to_dict(fit_result(2**30))
+    del data["runtime"]
+    assert serial.from_dict(FitResult, data).runtime.runtime is Runtime.LLAMA_CPP_PYTHON
+
+
 def test_llama_takes_no_slots():
     with pytest.raises(UsageError, match="one sequence"):
         RuntimeConfig(Runtime.LLAMA_CPP_PYTHON, n_parallel=4)
@@ -76,6 +88,8 @@ def test_llama_takes_no_slots():
     (["--cpu-only"], "give its size with --ram"),
     (["--runtime", "llama-cpp-python", "-np", "4"], "one sequence"),
     (["--cache-ram", "-5"], "cannot be negative"),
+    (["--runtime", "llama-cpp-python", "--n-cpu-moe", "4"], "cannot keep experts in RAM"),
+    (["--runtime", "llama-cpp-python", "--cache-ram", "0"], "are llama-server's"),
 ])
 def test_bad_runtime_options_are_one_line(capsys, argv, message):
     try:

@@ -27,13 +27,13 @@ Budgets: plain numbers are GiB; units GiB, GB, MiB, MB. The reserve (default 512
 for the driver and the display.
 """
 OPTIONS = ("vram", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram", "ctx_checkpoints",
-           "checkpoint_min_step", "verify", "mmproj", "no_mmproj_offload", "quant", "remote", "results")
+           "verify", "mmproj", "no_mmproj_offload", "quant", "remote", "results")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     params.add_arguments(parser, ("model", *api.FIT_PARAMS, *OPTIONS, "output"), lists=(*api.FIT_LISTS, "vram"),
                          defaults={**api.FIT_DEFAULTS, "n_gpu_layers": (), "n_cpu_moe": (), "n_seq": None,
-                                   "kv_unified": None},
+                                   "kv_unified": None, "cache_ram": None, "ctx_checkpoints": None},
                          helps={"n_seq": "llama-server's slots (-np); default: its auto, 4 slots on one unified KV stream",
                                 "kv_unified": "one KV stream for all slots (llama-server's -kvu; on with the auto -np)",
                                 "n_gpu_layers": "evaluate exactly these -ngl placements instead of searching",

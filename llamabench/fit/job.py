@@ -79,7 +79,7 @@ class FitSession:
                        + ("" if gpu_build else "; a CUDA build's buffers may differ"),
             "reserve": ("none in system RAM (the --ram budget is all usable)" if ram_mode
                         else f"{reserve / MIB:.0f} MiB kept free for the driver and display (--reserve)"),
-            "runtime": runtime.describe() + " (its context is what is sized; --runtime, -np, -kvu change it)",
+            "runtime": runtime.describe(geometry) + " (its context is what is sized; --runtime, -np, -kvu change it)",
             "host": ("system RAM beside the card: mapped weights, host layers' caches, host compute and output "
                      "buffers" + (", the prompt cache limit and the checkpoint bound (they grow while the server "
                                   "runs)" if runtime.is_server else "")
@@ -131,8 +131,9 @@ class FitSession:
         if not rows:
             raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
         if self.runtime.is_server and self.runtime.cache_ram_mib < 0:
-            self.notes.append("--cache-ram -1: the prompt cache has no limit and grows until system RAM runs out; "
-                              "the host part leaves it out")
+            self.notes.append("--cache-ram -1: the prompt cache has no size limit, only a limit of n_ctx tokens; the "
+                              "host part counts their KV, and each cached prompt's recurrent state and checkpoints "
+                              "can come on top ('+')")
         return FitResult(self.name, self.geometry.architecture, dict(self.basis), tuple(rows), tuple(budgets),
                          tuple(contexts), self.weights.n_layer, self.model_hint, n_ctx_train=n_ctx_train,
                          notes=tuple(self.notes), server_args=self.runtime.server_flags(self.geometry) + tuple(server_args),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..params import Budget
-from ..runtimes import RuntimeConfig
+from ..runtimes import Runtime, RuntimeConfig
 from .search import FitRow, recommend
 
 
@@ -24,7 +24,8 @@ class FitResult:
     dry_runs: int = 0  # llama.cpp no_alloc dry runs the compute part needed
     notes: tuple[str, ...] = ()
     server_args: tuple[str, ...] = ()  # more llama-server flags the answer needs (-np, --cache-ram, --mmproj ...)
-    runtime: RuntimeConfig = RuntimeConfig()  # the program whose context was sized
+    # the program whose context was sized; a record without one (before runtimes) sized one Llama()-style context
+    runtime: RuntimeConfig = RuntimeConfig(Runtime.LLAMA_CPP_PYTHON)
     ram: Budget | None = None  # --ram: the system RAM the host part was checked against
 
     def rows_for(self, label: str, n_ctx: int) -> list[FitRow]:

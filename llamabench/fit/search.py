@@ -16,7 +16,7 @@ from typing import Callable
 from ..footprint import KV_PAD, compute_footprint, per_layer_bytes
 from ..layout import ModelGeometry
 from ..params import Budget, Params
-from ..runtimes import Runtime, RuntimeConfig, server_ram
+from ..runtimes import RuntimeConfig, server_ram
 from ..weights import WeightsBreakdown, first_card_layer
 
 # least quality given up first
@@ -113,8 +113,9 @@ def as_split(value: "ComputeSplit | int") -> ComputeSplit:
     return value if isinstance(value, ComputeSplit) else ComputeSplit(int(value))
 
 
-# the flags that shrink llama-server's system RAM, named when a placement fits the card but not the RAM
-RAM_FLAGS = "--cache-ram, --ctx-checkpoints, -np"
+# what shrinks the system RAM, named when a placement fits the card but not the RAM
+RAM_FLAGS = "--cache-ram, --ctx-checkpoints, -np"  # llama-server's
+RAM_ADVICE_LLAMA = "more layers on the card (n_gpu_layers) or a smaller n_ctx"  # Llama()'s
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ class Fitter:
         self.ram_mode = ram_mode
         self.projector = projector
         self.host_projector = host_projector
-        self.runtime = runtime or RuntimeConfig(Runtime.LLAMA_CPP_PYTHON)
+        self.runtime = runtime or RuntimeConfig()
         self.ram = ram
         self.n_layer_all = weights.n_layer
 
@@ -297,7 +298,7 @@ class Fitter:
         # file): search with the all-on-card compute (one model), then settle on the exact answer nearby
         estimate = self.compute(settings, Placement(PlacementKind.ALL))
         near = lambda p: self._row_of(room, settings, p, estimate, card_only=True).fits  # noqa: E731
-        if self.weights.has_experts():
+        if self.weights.has_experts() and self.runtime.is_server:  # Llama() has no tensor overrides
             moe = lambda k: Placement(PlacementKind.N_CPU_MOE, k)  # noqa: E731
             guess = self._smallest(lambda k: near(moe(k)), self.n_layer_all)
             n = self._settle(guess, lambda k: exact(moe(k)), better=-1, lo=1, hi=self.n_layer_all,

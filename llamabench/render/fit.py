@@ -21,7 +21,7 @@ def _gib(n: int) -> str:
 
 
 def _short(n: int) -> str:
-    return f"-{_gib(n)}" if n >= GIB // 100 else f"-{n / MIB:.2f} MiB"
+    return f"-{_gib(n)} GiB" if n >= GIB // 100 else f"-{n / MIB:.2f} MiB"
 
 
 def fits_text(row: FitRow) -> str:
@@ -56,7 +56,8 @@ def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
         Field("host", "host RAM", host_text, align="r", csv=False),
         Field("host_growing_bytes", "host growing", lambda r: r.host.growing, _gib, "r", frozenset()),
         Field("fits", "fits", fits_text),
-        Field("max_n_ctx", "max n_ctx", lambda r: r.max_n_ctx or "none", align="r"),
+        Field("max_n_ctx", "max n_ctx", lambda r: r.max_n_ctx or ("none (RAM)" if r.card_fits else "none"),
+              align="r"),
         Field("command", "command", lambda r: run_line(result, r), views=frozenset()),
     )
 
@@ -65,28 +66,36 @@ def _rows_table(result: FitResult, rows: list[FitRow], fmt: str) -> str:
     return table(rows, row_fields(result, projector=any(r.parts.projector for r in rows)), fmt)
 
 
-def host_line(row: FitRow) -> str:
-    """The host part in words: what llama.cpp puts in system RAM at start, and what the runtime grows."""
+def host_line(row: FitRow, server: bool = True) -> str:
+    """The host part in words: what llama.cpp puts in system RAM at start, and what the runtime grows
+    (with --cpu-only everything: the card's parts are system RAM too)."""
     h = row.host
-    parts = [f"weights {_gib(h.weights)}", f"compute {_gib(h.compute)}"]
+    if row.ram_mode:
+        parts = [f"weights, KV, recurrent and compute {_gib(row.parts.total)}"]
+    else:
+        parts = [f"weights {_gib(h.weights)}", f"compute {_gib(h.compute)}"]
     if h.kv or h.recurrent:
         parts.append(f"KV + recurrent of host layers {_gib(h.kv + h.recurrent)}")
     if h.projector:
         parts.append(f"mmproj {_gib(h.projector)}")
     grows = []
     if h.prompt_cache or h.prompt_cache_unlimited:
-        grows.append("prompt cache unlimited" if h.prompt_cache_unlimited else f"prompt cache <= {_gib(h.prompt_cache)}")
+        grows.append(f"prompt cache >= {_gib(h.prompt_cache)} (no size limit)" if h.prompt_cache_unlimited
+                     else f"prompt cache <= {_gib(h.prompt_cache)}")
     if h.checkpoints:
         grows.append(f"checkpoints <= {_gib(h.checkpoints)}")
-    line = f"   system RAM: {_gib(h.total)} GiB ({', '.join(parts)}" + (f"; grows: {', '.join(grows)}" if grows else "") + ")"
-    if row.ram is not None:
-        if row.ram_fits:
-            line += f" of {row.ram.label}: fits"
+    total = row.card_total if row.ram_mode else h.total
+    line = f"   system RAM: {_gib(total)} GiB ({', '.join(parts)}" + (f"; grows: {', '.join(grows)}" if grows else "") + ")"
+    short = row.short_by if row.ram_mode else row.ram_short_by
+    if row.ram is not None or row.ram_mode:
+        label = row.budget.label if row.ram_mode else row.ram.label
+        if not short:
+            line += f" of {label}: fits"
         else:
-            line += (f" of {row.ram.label}: does NOT fit (short {_short(row.ram_short_by).lstrip('-')}); shrink it "
-                     f"with {RAM_FLAGS}")
-            if 0 < row.ram_short_by <= h.prompt_cache:
-                line += f" (--cache-ram {(h.prompt_cache - row.ram_short_by) // MIB} would fit)"
+            advice = RAM_FLAGS if server else RAM_ADVICE_LLAMA
+            line += f" of {label}: does NOT fit (short {_short(short).lstrip('-')}); shrink it with {advice}"
+            if server and 0 < short <= h.prompt_cache and not h.prompt_cache_unlimited:
+                line += f" (--cache-ram {(h.prompt_cache - short) // MIB} would fit)"
     return line
 
 
@@ -95,14 +104,14 @@ def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
     if best:
         return [f"-> fits with {best.settings.type_k}/{best.settings.type_v} KV, "
                 f"{describe_placement(best.placement, result.n_layer_all)}:",
-                f"   {run_line(result, best)}", host_line(best)]
+                f"   {run_line(result, best)}", host_line(best, result.runtime.is_server)]
     card_ok = [r for r in rows if r.card_fits]
     if card_ok:  # the row that would be recommended if the RAM were not checked
         best_on_card = recommend([replace(r, ram=None) for r in card_ok])
         row = next(r for r in card_ok if replace(r, ram=None) == best_on_card)
         return [f"-> fits the card with {row.settings.type_k}/{row.settings.type_v} KV, "
                 f"{describe_placement(row.placement, result.n_layer_all)}, but not the system RAM:",
-                f"   {run_line(result, row)}", host_line(row)]
+                f"   {run_line(result, row)}", host_line(row, result.runtime.is_server)]
     closest = min(rows, key=lambda r: r.short_by)
     largest = max((r.max_n_ctx for r in rows), default=0)
     return [f"-> nothing fits: closest is {closest.settings.type_k}/{closest.settings.type_v} KV, "
@@ -140,11 +149,10 @@ def markdown_report(result: FitResult) -> str:
     for budget, n_ctx, rows in _groups(result):
         out.append(f"**{budget.label} card, n_ctx {n_ctx:,}** (GiB)\n")
         out.append(_rows_table(result, rows, "md"))
-        best = recommend(rows)
-        if best:
-            out.append(f"\nVerdict: fits ({result.runtime.runtime}). `{run_line(result, best)}`\n\n{host_line(best).strip()}\n")
-        else:
-            out.append("\nVerdict: nothing fits at this context.\n")
+        verdict = _verdict(result, rows)  # the same words as the text view
+        out.append("\nVerdict: " + verdict[0].removeprefix("-> "))
+        if len(verdict) > 2:
+            out.append(f"\n`{verdict[1].strip()}`\n\n{verdict[2].strip()}\n")
     out.append("Where each part comes from:\n")
     out += [f"- {k}: {v}" for k, v in result.basis.items()]
     out += [f"- note: {n}" for n in result.notes]
