@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from .errors import UsageError
-from .footprint import compute_footprint
+from .footprint import Footprint
 from .layout import ModelGeometry
 from .params import RUNTIMES, Params
 from .units import MIB
@@ -156,22 +156,21 @@ class ServerRam:
 NO_SERVER_RAM = ServerRam(0, False, 0, 0, 0)
 
 
-def checkpoint_bytes(geometry: ModelGeometry, settings: Params) -> int:
+def checkpoint_bytes(geometry: ModelGeometry, fp: Footprint) -> int:
     """One sequence's checkpoint (PARTIAL_ONLY state): its recurrent rows and its SWA cells that are not
     masked, n_swa at most (and at most the SWA cache of its stream). Data only: the state's headers, a
     few bytes per cell and layer, are left out."""
-    fp = compute_footprint(geometry, settings)
-    rows = max(1, settings.n_seq)
+    rows = max(1, fp.params.n_seq)
     recurrent = fp.recurrent_state_bytes // rows if fp.n_recurrent_layers else 0
     swa = 0
-    if geometry.has_swa and not settings.swa_full:
+    if geometry.has_swa and not fp.params.swa_full:
         cells = min(fp.shape.swa_cells, geometry.n_swa)
         swa = cells * fp.swa_kv_bytes_per_cell
     return recurrent + swa
 
 
-def server_ram(geometry: ModelGeometry, settings: Params, config: RuntimeConfig) -> ServerRam:
-    """The prompt cache limit and the checkpoint bound of `settings` (a context from `config.context`):
+def server_ram(geometry: ModelGeometry, fp: Footprint, config: RuntimeConfig) -> ServerRam:
+    """The prompt cache limit and the checkpoint bound of the footprint of a context from `config.context`:
     slots x --ctx-checkpoints x one checkpoint. The spacing rule does not lower it: a chat of many turns
     adds checkpoints at each last user message and prompt end, and close ones are thinned only once a
     slot's list is full."""
@@ -180,10 +179,10 @@ def server_ram(geometry: ModelGeometry, settings: Params, config: RuntimeConfig)
     unlimited = config.cache_ram_mib < 0
     # -1: no size limit, but server_prompt_cache keeps prompts of n_ctx tokens in all (server-task.cpp
     # update): at least their KV; each prompt's recurrent state and checkpoints come on top
-    cache = (compute_footprint(geometry, settings).kv_bytes_per_token * settings.n_ctx if unlimited
+    cache = (fp.kv_bytes_per_token * fp.params.n_ctx if unlimited
              else config.cache_ram_mib * MIB)
     if not makes_checkpoints(geometry) or config.ctx_checkpoints == 0:
         return ServerRam(cache, unlimited, 0, 0, 0)
-    one = checkpoint_bytes(geometry, settings)
+    one = checkpoint_bytes(geometry, fp)
     per_slot = config.ctx_checkpoints
     return ServerRam(cache, unlimited, one, per_slot, config.slots * per_slot * one)

@@ -49,7 +49,7 @@ def test_the_one_line_difference_in_kv_for_the_same_model():
 
 
 def test_checkpoints_are_bounded_by_their_count():
-    s = SERVER.context(Params(n_ctx=32768))
+    s = compute_footprint(GEMMA, SERVER.context(Params(n_ctx=32768)))
     one = checkpoint_bytes(GEMMA, s)
     assert one == 512 * 15 * 2 * 256 * 2  # the unmasked window of one sequence, 15 SWA layers, K and V
     ram = server_ram(GEMMA, s, SERVER)
@@ -60,10 +60,10 @@ def test_checkpoints_are_bounded_by_their_count():
     assert unlimited.prompt_cache_unlimited and unlimited.prompt_cache == 32768 * 3 * 256 * 2 * 2
     few = server_ram(GEMMA, s, RuntimeConfig(ctx_checkpoints=2, cache_ram_mib=0))
     assert few.checkpoints_per_slot == 2 and few.prompt_cache == 0
-    assert server_ram(GEMMA, PYTHON.context(Params(n_ctx=32768)), PYTHON).total == 0
+    assert server_ram(GEMMA, compute_footprint(GEMMA, PYTHON.context(Params(n_ctx=32768))), PYTHON).total == 0
     plain = geometry_from_metadata(model("llama", block_count=4, context_length=8192, embedding_length=256,
                                          attention__head_count=4, attention__head_count_kv=4))
-    assert server_ram(plain, SERVER.context(Params(n_ctx=8192)), SERVER).checkpoints == 0  # it can roll back
+    assert server_ram(plain, compute_footprint(plain, SERVER.context(Params(n_ctx=8192))), SERVER).checkpoints == 0  # it can roll back
 
 
 def test_the_command_spells_out_the_defaults_that_surprise():

@@ -9,7 +9,7 @@ footprint and the runtime's context (`runtimes`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Callable
 
@@ -195,7 +195,7 @@ class Fitter:
         """The card's parts and the host's, for the runtime's context `settings`."""
         fp = compute_footprint(self.geometry, settings)  # a clear UsageError before any dry run
         split = self.compute(settings, placement) if compute is None else as_split(compute)
-        grows = server_ram(self.geometry, settings, self.runtime)
+        grows = server_ram(self.geometry, fp, self.runtime)
         growing = dict(prompt_cache=grows.prompt_cache, checkpoints=grows.checkpoints,
                        prompt_cache_unlimited=grows.prompt_cache_unlimited)
         if self.ram_mode:
@@ -229,11 +229,12 @@ class Fitter:
         on_card = self.weights.on_card(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
         return self.weights.total_bytes - on_card + (self.weights.tied_output_bytes if ngl > 0 else 0)
 
-    def _row_of(self, budget: int, settings: Params, placement: Placement, compute: ComputeSplit | None = None,
-                *, card_only: bool = False) -> FitRow:
+    def _row_of(self, budget: int | Budget, settings: Params, placement: Placement,
+                compute: ComputeSplit | None = None, *, card_only: bool = False) -> FitRow:
+        """One placement's row without its max-n_ctx search (what the searches compare)."""
         parts, host = self.evaluate(settings, placement, compute)
-        return FitRow(Budget("", budget), settings, placement, parts, 0, host, None if card_only else self.ram,
-                      self.ram_mode)
+        return FitRow(budget if isinstance(budget, Budget) else Budget("", budget), settings, placement, parts, 0,
+                      host, None if card_only else self.ram, self.ram_mode)
 
     def _fits(self, budget: int, settings: Params, placement: Placement, *, card_only: bool = False) -> bool:
         return self._row_of(budget, settings, placement, card_only=card_only).fits
@@ -273,9 +274,8 @@ class Fitter:
         return largest(lambda n: self._fits(budget, at(n), placement), lower, upper) * KV_PAD
 
     def _row(self, budget: Budget, settings: Params, placement: Placement) -> FitRow:
-        parts, host = self.evaluate(settings, placement)
-        return FitRow(budget, settings, placement, parts, self.max_n_ctx(budget.bytes, settings, placement), host,
-                      self.ram, self.ram_mode)
+        return replace(self._row_of(budget, settings, placement),
+                       max_n_ctx=self.max_n_ctx(budget.bytes, settings, placement))
 
     def rows(self, budget: Budget, settings: Params,
              placements: list[Placement] | None = None) -> list[FitRow]:

@@ -4,7 +4,8 @@ On a GPU build the card is the GPU; without one it is an emulated card: llama.cp
 serving this machine's CPU as a device on 127.0.0.1 (llama/rpc.py), where llama.cpp places layers,
 KV, recurrent state and compute buffers exactly as on a GPU. Weights, KV and recurrent state must
 equal the prediction to llama.cpp's printed 0.01 MiB; the compute buffers are the fit's own
-figures, from llama.cpp's dry run of the same placement over the same kind of devices. With --cpu-only there is no card: totals in system RAM.
+figures, from llama.cpp's dry run of the same placement over the same kind of devices. With
+--cpu-only there is no card: totals in system RAM.
 """
 
 from __future__ import annotations
@@ -104,8 +105,7 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
 def _verify_row(row: FitRow, session, result: FitResult, endpoint: str | None) -> PlacementCheck:
     p = row.placement
     params = p.params(row.settings, result.n_layer_all).replace(repack=False, n_threads=2)
-    job = {"job": "create", "path": session.verify_path, "params": params.to_dict(), "dry_run_first": False,
-           "rpc": endpoint}
+    job = {"job": "create", "path": session.verify_path, "params": params.to_dict(), "rpc": endpoint}
     events: list[dict] = []
     outcome = run_child(job, events.append)
     by_kind = {e.get("event"): e for e in events}

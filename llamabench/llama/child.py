@@ -29,13 +29,6 @@ def _create(job: dict):
     """Create the job's context and emit its "alloc" event; None (after a "failed" event) on failure."""
     params = Params.from_dict(job["params"])
     rpc = job.get("rpc")
-    if job.get("dry_run_first"):  # llama.cpp's own projection of the same placement, before the real thing
-        try:
-            with DryRunModel(job["path"], params, rpc=rpc) as model:
-                emit("dry", allocations=model.context(params).allocations.to_dict())
-        except LlamabenchError as exc:
-            emit("failed", reason=str(exc))
-            return None
     rss_before = sysinfo.process_rss_bytes()
     gpu_before = sysinfo.gpu_used_bytes()
     start = time.perf_counter()

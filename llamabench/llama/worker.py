@@ -126,15 +126,16 @@ class DryRunChild:
 
     def __init__(self, path: str, placement: Params = Params(), *, rpc: str | None = None):
         self.path = path
-        self.placement = placement
         self.proc = _start()
         self._send({"job": "dry_runs", "path": path, "params": placement.to_dict(), "rpc": rpc})
-        event = self._next()
-        self.model_size_bytes, self.n_params = event["model_size_bytes"], event["n_params"]
+        self._loaded(placement)
 
     def load(self, placement: Params) -> None:
         """Load the model again with another placement (-ngl, --n-cpu-moe) for the next contexts."""
         self._send({"load": placement.to_dict()})
+        self._loaded(placement)
+
+    def _loaded(self, placement: Params) -> None:
         event = self._next()
         self.placement = placement
         self.model_size_bytes, self.n_params = event["model_size_bytes"], event["n_params"]
