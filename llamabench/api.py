@@ -24,7 +24,7 @@ from . import catalog, paths, serial, speed, sysinfo
 from .bench import runner
 from .bench.measure import Measurement, WeightsBasis, roofline as roofline_block, theory
 from .errors import LlamabenchError, UsageError
-from .fit.job import FitSession
+from .fit.job import FitSession, with_remote_hosts
 from .fit.search import Placement, PlacementKind
 from .fit.verify import verify_fit
 from .footprint import compute_footprint, kv_curve
@@ -58,7 +58,7 @@ def _values(given: dict[str, Any], allowed: tuple[str, ...], lists: tuple[str, .
     out = {}
     for name in allowed:
         listed = name in lists
-        if name in given and given[name] is not None:
+        if name in given and given[name] is not None and (listed or given[name] != ()):
             out[name] = parse_value(name, given[name], listed=listed)
         else:
             default = SCHEMA[name].default
@@ -120,7 +120,8 @@ def verify_matrix(model: str) -> MatrixResult:
 
 
 # fit -------------------------------------------------------------------------------------------
-FIT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_ubatch", "n_gpu_layers", "n_cpu_moe")
+FIT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_ubatch", "n_gpu_layers", "n_cpu_moe", "tensor_split",
+              "split_mode", "main_gpu")
 FIT_LISTS = ("n_ctx", "type_k", "type_v", "n_gpu_layers", "n_cpu_moe")
 FIT_DEFAULTS = {"type_k": ("f16", "q8_0", "q4_0"), "type_v": ("f16", "q8_0", "q4_0")}
 
@@ -163,11 +164,12 @@ def runtime_config(runtime=None, *, n_seq=None, kv_unified=None, cache_ram=None,
 def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None, verify: bool = False,
         mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None, remote: bool = False,
         results: PathLike | None = None, runtime=None, n_seq=None, kv_unified=None, cache_ram=None,
-        ctx_checkpoints=None, **params) -> FitRecord:
+        ctx_checkpoints=None, rpc=None, **params) -> FitRecord:
     """Does n_ctx fit on the card(s) beside the weights, with which KV type and placement, in the context the
     runtime creates (`runtime="llama-server"`, the default, or "llama-cpp-python"); `ram=` checks the host
     part; `verify=True` creates the answer for real (on the GPU, or an emulated card) and compares device by
-    device."""
+    device. `vram="24GiB+12GiB"` is one machine with two cards, `rpc="HOST:PORT,..."` adds remote hosts
+    (ggml-rpc-server) in front of them; `tensor_split=` fixes the -ts instead of searching it."""
     given = {k: v for k, v in params.items()}
     for name, default in FIT_DEFAULTS.items():
         given.setdefault(name, default)
@@ -193,6 +195,21 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
         raise UsageError("--cache-ram and --ctx-checkpoints are llama-server's: Llama() keeps neither")
     if cpu_only and placements:
         raise UsageError("--cpu-only puts everything in system RAM: it does not go with -ngl or --n-cpu-moe")
+    rpc_hosts = parse_value("rpc", rpc, listed=False) if rpc not in (None, "", ()) else ()
+    if cpu_only and (rpc_hosts or any(b.multi for b in budgets)):
+        raise UsageError("--cpu-only puts everything in system RAM: it does not go with several cards or --rpc")
+    if rpc_hosts and not config.is_server:
+        raise UsageError("Llama() cannot reach remote hosts (llama-cpp-python 0.3.36 has no --rpc)",
+                         hint="use --runtime llama-server")
+    budgets = with_remote_hosts(budgets, rpc_hosts)
+    budgets = _split_mode_budgets(budgets, values["split_mode"], values["main_gpu"])
+    tensor_split = values["tensor_split"]
+    for b in budgets:
+        if tensor_split and len(tensor_split) != len(b.devices):
+            raise UsageError(f"-ts gives {len(tensor_split)} proportions, but {b.label} has {len(b.devices)} devices")
+        if isinstance(reserve_bytes, tuple) and len(reserve_bytes) != len(b.devices):
+            raise UsageError(f"--reserve gives {len(reserve_bytes)} sizes, but {b.label} has {len(b.devices)} devices"
+                             + (" (the --rpc hosts come first)" if rpc_hosts else ""))
 
     source = resolve(remote_model(model, quant) if remote else model)
     if source.url and verify:
@@ -201,17 +218,20 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     start = time.perf_counter()
     session = FitSession.open(source, flash_attn=values["flash_attn"], n_ubatch=values["n_ubatch"],
                               reserve=reserve_bytes, verify=verify, ram_mode=cpu_only, runtime=config,
-                              ram=None if cpu_only else ram_budget)
+                              ram=None if cpu_only else ram_budget, remote=rpc_hosts,
+                              n_cards=max(len(b.devices) for b in budgets), tensor_split=tensor_split)
     if cpu_only:
         budgets = [Budget(f"{ram_budget.label} RAM", ram_budget.bytes)]
     if mmproj == "published":
         if not (source.entry and source.entry.mmproj):
             raise UsageError(f"{model}: the catalog names no published projector for it")
         mmproj = "hf://" + source.entry.mmproj
-    server_args: tuple[str, ...] = ()
+    server_args: tuple[str, ...] = ("--rpc", ",".join(rpc_hosts)) if rpc_hosts else ()
+    if values["split_mode"] == "none":
+        server_args += ("-sm", "none", "-mg", str(values["main_gpu"]))
     if mmproj:
         session.add_projector(projector_from_metadata(read_any(mmproj)), offload=not no_mmproj_offload)
-        server_args = ("--mmproj", mmproj) + (("--no-mmproj-offload",) if no_mmproj_offload else ())
+        server_args += ("--mmproj", mmproj) + (("--no-mmproj-offload",) if no_mmproj_offload else ())
     if any(p.kind is PlacementKind.N_CPU_MOE for p in placements) and not session.weights.has_experts():
         raise UsageError(f"{model} has no routed experts: --n-cpu-moe does not apply")
     result = session.evaluate(budgets, contexts, pairs, placements or None, server_args=server_args)
@@ -219,6 +239,21 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     verification = verify_fit(result, session, given=bool(placements)) if verify else None
     record = FitRecord(model=source.model_block(result.architecture), fit=result, verify=verification)
     return _save(results, record)
+
+
+def _split_mode_budgets(budgets: list[Budget], split_mode: str, main_gpu: int) -> list[Budget]:
+    """-sm none: the model on the -mg device alone, so each machine is sized by that one card."""
+    if split_mode != "none":
+        if main_gpu:
+            raise UsageError("-mg picks the device of -sm none: give -sm none with it")
+        return budgets
+    out = []
+    for b in budgets:
+        if main_gpu >= len(b.devices):
+            raise UsageError(f"-mg {main_gpu}: {b.label} has {len(b.devices)} device(s), numbered from 0")
+        card = b.devices[main_gpu]
+        out.append(Budget(card.label, card.bytes, (card,) if card.remote else ()))
+    return out
 
 
 # bench -----------------------------------------------------------------------------------------

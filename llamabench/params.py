@@ -48,6 +48,9 @@ class Params:
     n_outputs_max_per_seq: int = 1  # outputs per sequence; 0: n_outputs_max
     n_gpu_layers: int = 0
     n_cpu_moe: int = 0  # routed experts of the first n_cpu_moe layers kept in system RAM
+    tensor_split: tuple[float, ...] = ()  # -ts: each device's share of the layers, in device order; (): by free memory
+    split_mode: str = "layer"  # -sm: layer (pipelined over the devices) or none (the -mg device alone)
+    main_gpu: int = 0  # -mg: the device of -sm none
     n_threads: int = 0  # 0: the machine's physical cores
     repack: bool = True  # use_extra_bufts: the repacked CPU copy of the weights (CPU_REPACK, AMX)
     poll: int = 50
@@ -200,6 +203,66 @@ def int_at_least_minus_one(text) -> int:
     return _uint(text, 0)
 
 
+LLAMA_MAX_DEVICES = 16  # llama_max_devices() of this build: the length of llama_model_params.tensor_split
+SPLIT_MODES = ("layer", "none")
+SPLIT_MODES_REFUSED = {
+    "row": "row split (weights cut by rows across the cards) is not modelled yet: use -sm layer",
+    "tensor": "tensor parallelism (EXPERIMENTAL in llama.cpp) is not modelled yet: use -sm layer",
+}
+
+
+def tensor_split(text) -> tuple[float, ...]:
+    """-ts as llama.cpp reads it: proportions separated by , or / (3,1 or 3/1); at least one above 0."""
+    if isinstance(text, (list, tuple)):
+        pieces = [str(x) for x in text]
+    else:
+        pieces = [x for x in re.split(r"[,/]+", str(text).strip()) if x.strip()]
+    if not pieces:
+        raise UsageError(f"'{text}' is not a tensor split (write e.g. 3,1)")
+    if len(pieces) >= LLAMA_MAX_DEVICES:
+        raise UsageError(f"{len(pieces)} proportions, but llama.cpp takes at most {LLAMA_MAX_DEVICES - 1} devices")
+    try:
+        values = tuple(float(x) for x in pieces)
+    except ValueError:
+        raise UsageError(f"'{text}' is not a tensor split (write proportions, e.g. 3,1)") from None
+    if any(not 0 <= v < 1e9 for v in values) or not any(values):
+        raise UsageError(f"'{text}': proportions are numbers from 0 up, at least one above 0")
+    return values
+
+
+def split_mode(text) -> str:
+    value = str(text).strip().lower()
+    if value in SPLIT_MODES_REFUSED:
+        raise UsageError(SPLIT_MODES_REFUSED[value])
+    if value not in SPLIT_MODES:
+        raise UsageError(f"'{text}' is not a split mode: layer, none (row and tensor are not modelled yet)")
+    return value
+
+
+_ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$")
+
+
+def endpoints(text) -> tuple[str, ...]:
+    """--rpc HOST:PORT[,HOST:PORT...]: ggml-rpc-server endpoints, in the order llama.cpp adds them."""
+    pieces = list(text) if isinstance(text, (list, tuple)) else [x.strip() for x in str(text).split(",")]
+    if not pieces or any(not x for x in pieces):
+        raise UsageError(f"'{text}' is not a list of HOST:PORT")
+    for piece in pieces:
+        m = _ENDPOINT.match(str(piece))
+        if not m or not 0 < int(m[2]) < 65536:
+            raise UsageError(f"'{piece}' is not HOST:PORT (e.g. 192.168.1.20:50052)")
+    if len(set(pieces)) != len(pieces):
+        raise UsageError(f"'{text}' names a host twice")
+    return tuple(str(x) for x in pieces)
+
+
+def rpc_endpoints(rpc) -> tuple[str, ...]:
+    """The RPC devices of a job: None, one "HOST:PORT", or a list of them (in device order)."""
+    if not rpc:
+        return ()
+    return (rpc,) if isinstance(rpc, str) else tuple(rpc)
+
+
 def positive_float(text) -> float:
     try:
         value = float(text)
@@ -217,11 +280,34 @@ MAX_SIZE = 1024**5  # a PiB: no card or machine is bigger
 
 
 @dataclass(frozen=True)
-class Budget:
-    """A memory budget as the user wrote it (its label) and in bytes."""
+class Card:
+    """One device of a machine: its memory, and where it is (a remote ggml-rpc-server, or None: this machine)."""
 
     label: str
     bytes: int
+    endpoint: str | None = None
+
+    @property
+    def remote(self) -> bool:
+        return self.endpoint is not None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A memory budget as the user wrote it (its label) and in bytes: one card, or one machine's cards
+    (`--vram 24GiB+12GiB`, remote hosts first as llama.cpp orders its devices), `bytes` their sum."""
+
+    label: str
+    bytes: int
+    cards: tuple[Card, ...] = ()  # () : one card of `bytes`
+
+    @property
+    def devices(self) -> tuple[Card, ...]:
+        return self.cards or (Card(self.label, self.bytes),)
+
+    @property
+    def multi(self) -> bool:
+        return len(self.devices) > 1
 
 
 def _size_value(text) -> tuple[str, float]:
@@ -233,15 +319,36 @@ def _size_value(text) -> tuple[str, float]:
 
 
 def budget(text) -> Budget:
-    """A memory size: 16GiB, 24, 512MiB, 2GB (plain numbers are GiB); positive, at most a PiB."""
+    """A memory size: 16GiB, 24, 512MiB, 2GB (plain numbers are GiB); positive, at most a PiB. Sizes joined
+    by + are one machine's cards, in device order: 24GiB+12GiB."""
     if isinstance(text, Budget):
         return text
+    if "+" in str(text).strip().lstrip("+"):
+        pieces = str(text).split("+")
+        if any(not x.strip() for x in pieces):
+            raise UsageError(f"'{text}' is not a list of cards (write e.g. 24GiB+12GiB)")
+        if len(pieces) >= LLAMA_MAX_DEVICES:
+            raise UsageError(f"'{text}': llama.cpp takes at most {LLAMA_MAX_DEVICES - 1} devices")
+        cards = tuple(Card(b.label, b.bytes) for b in map(budget, pieces))
+        return Budget("+".join(c.label for c in cards), sum(c.bytes for c in cards), cards)
     label, value = _size_value(text)
     if value <= 0:
         raise UsageError(f"'{text}' must be positive")
     if value > MAX_SIZE:
         raise UsageError(f"'{text}' is larger than any machine")
     return Budget(label, int(value))
+
+
+def reserve(text) -> "int | tuple[int, ...]":
+    """The reserve: one size for every card, or one per card joined by + (512MiB+1GiB), in device order."""
+    if isinstance(text, (list, tuple)):
+        return tuple(size_or_zero(x) for x in text)
+    if "+" in str(text).strip().lstrip("+"):
+        pieces = str(text).split("+")
+        if any(not x.strip() for x in pieces):
+            raise UsageError(f"'{text}' is not a list of sizes (write e.g. 512MiB+1GiB)")
+        return tuple(size_or_zero(x) for x in pieces)
+    return size_or_zero(text)
 
 
 def size_or_zero(text) -> int:
@@ -286,6 +393,8 @@ class Param:
             return "on" if value else "off" if self.parse is on_off else str(int(value))
         if isinstance(value, Budget):
             return value.label
+        if self.parse is tensor_split:
+            return ",".join(f"{v:g}" for v in value)
         return str(value)
 
 
@@ -317,6 +426,12 @@ _CONTEXT = (
        "layers on the GPU, the output layer counting as one (99: all)"),
     _p("n_cpu_moe", ["-ncmoe", "--n-cpu-moe"], nonneg_int, 0,
        "keep the routed experts of the first N layers in system RAM"),
+    _p("tensor_split", ["-ts", "--tensor-split"], tensor_split, (),
+       "each device's share of the layers, as llama.cpp: 3,1 (fit searches it when not given)", sweep=False,
+       metavar="N0,N1,..."),
+    _p("split_mode", ["-sm", "--split-mode"], split_mode, "layer",
+       "layer: layers pipelined over the devices; none: the -mg device alone", sweep=False),
+    _p("main_gpu", ["-mg", "--main-gpu"], nonneg_int, 0, "the device of -sm none", sweep=False),
     _p("n_threads", ["-t", "--threads"], nonneg_int, 0, "threads; 0: the physical cores"),
     _p("repack", ["--repack"], on_off, True,
        "the repacked CPU copy of the weights (CPU_REPACK / AMX): 0|1, as llama-bench --repack",
@@ -339,9 +454,11 @@ _OPTIONS = (
     _p("out", ["--out"], path, None, "the file to write", metavar="FILE"),
     _p("out_dir", ["--out-dir"], path, None, "the folder to write (default reports/local/<label>/)", metavar="DIR"),
     _p("vram", ["--vram"], budget, (Budget("16GiB", 16 * GIB), Budget("24GiB", 24 * GIB)),
-       "card sizes, comma list (plain numbers are GiB; units GiB, GB, MiB, MB)"),
-    _p("reserve", ["--reserve"], size_or_zero, 512 * MIB, "kept free on the card for the driver and display",
-       shown_default="512MiB"),
+       "card sizes, comma list of alternatives; + joins one machine's cards (24GiB+12GiB); plain numbers are GiB"),
+    _p("reserve", ["--reserve"], reserve, 512 * MIB, "kept free on each card for the driver and display; one per "
+       "card joined by + (512MiB+1GiB)", shown_default="512MiB"),
+    _p("rpc", ["--rpc"], endpoints, (), "remote hosts: ggml-rpc-server HOST:PORT, comma list (llama.cpp's --rpc); "
+       "their free memory is read from the server", metavar="HOST:PORT,..."),
     _p("ram", ["--ram"], budget, None, "system RAM the host part must fit into (mapped weights, host buffers, "
        "prompt cache, checkpoints); with --cpu-only the whole budget"),
     _p("cpu_only", ["--cpu-only"], on_off, False, "no card: everything in system RAM, as a CPU build (needs --ram)",
@@ -420,7 +537,7 @@ def parse_value(name: str, raw, *, listed: bool):
     try:
         if listed:
             return tuple(_items(spec, raw))
-        if isinstance(raw, (list, tuple)):
+        if isinstance(raw, (list, tuple)) and spec.parse not in (tensor_split, endpoints, reserve):
             if len(raw) != 1:
                 raise UsageError(f"takes one value here, got {len(raw)}")
             raw = raw[0]

@@ -82,6 +82,30 @@ class WeightsBreakdown:
             return cls == "output" and n_gpu_layers > 0 and start <= self.n_layer
         return il >= start and not (cls == "routed_experts" and il < n_cpu_moe)
 
+    def on_devices(self, devices: tuple[int | None, ...], n_devices: int, *, n_cpu_moe: int = 0) -> tuple[int, ...]:
+        """Bytes llama.cpp puts on each device, given each layer's device (`layer_split.layer_devices`, the
+        output layer last): a layer's tensors with its layer, the output matrix and norms with the output layer
+        (token_embd a second time where the embeddings are tied), routed experts of layers < n_cpu_moe and
+        the input embeddings on the host."""
+        out = [0] * n_devices
+        for il, classes in self.per_layer.items():
+            device = devices[il] if il < len(devices) else None
+            if device is None:
+                continue
+            out[device] += sum(n for cls, n in classes.items() if not (cls == "routed_experts" and il < n_cpu_moe))
+        output_device = devices[self.n_layer] if self.n_layer < len(devices) else None
+        if output_device is not None:
+            out[output_device] += self.tied_output_bytes + sum(
+                n for cls, n in self.global_bytes.items() if cls == "output")
+        return tuple(out)
+
+    def layer_bytes(self, il: int, *, n_cpu_moe: int = 0) -> int:
+        """Bytes that go to layer il's device (il == n_layer: the output layer's)."""
+        if il == self.n_layer:
+            return self.tied_output_bytes + sum(n for cls, n in self.global_bytes.items() if cls == "output")
+        return sum(n for cls, n in self.per_layer.get(il, {}).items()
+                   if not (cls == "routed_experts" and il < n_cpu_moe))
+
     def host_mapped(self, *, n_gpu_layers: int, n_cpu_moe: int = 0) -> int | None:
         """What llama.cpp reports as the host's model buffers when it maps the file (mmap): per file of a split
         set, the span from the first to the end of the last tensor kept in system RAM, card tensors in

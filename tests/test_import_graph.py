@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent / "llamabench"
 # The layers, lowest first; a module may import its own layer or lower ones only.
 LAYERS = (
     ("core", ("errors", "units", "serial", "params", "cache_types", "gguf_keys", "metadata", "architectures",
-              "layout", "footprint", "runtimes", "allocations", "verification", "weights", "speed", "stats", "validate",
+              "layout", "footprint", "runtimes", "layer_split", "allocations", "verification", "weights", "speed", "stats", "validate",
               "inspection", "projector", "versions", "paths", "bandwidth")),
     ("adapters", ("gguf_file", "catalog", "remote", "sysinfo")),
     ("llama.cpp runs", ("llama",)),

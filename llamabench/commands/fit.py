@@ -18,15 +18,20 @@ EXAMPLES = """examples:
   llamabench fit model.gguf --runtime llama-cpp-python        # size the Llama() context instead
   llamabench fit model.gguf -np 1 --cache-ram 0               # one slot, no prompt cache
   llamabench fit model.gguf --cpu-only --ram 8GiB --verify    # everything in system RAM instead of a card
+  llamabench fit qwen3-30b-a3b --vram 24GiB+12GiB              # one machine, two cards: the -ts is searched
+  llamabench fit model.gguf --vram 16GiB+8GiB -ts 2,1 --verify  # this split, created on two emulated cards
+  llamabench fit model.gguf --rpc 192.168.1.20:50052 --vram 12GiB  # a second PC's ggml-rpc-server in front
 The context sized is the one the printed command creates: llama-server by default (4 slots on one
 unified KV stream, its prompt cache and checkpoints in RAM), or Llama() with --runtime llama-cpp-python.
 --verify creates the answer for real: on a GPU build on the card; without one on an emulated card
 (llama.cpp's RPC backend serving this machine's CPU as a device on 127.0.0.1), and sets what
 llama.cpp allocated on each device against the prediction (exit 1 on a mismatch).
-Budgets: plain numbers are GiB; units GiB, GB, MiB, MB. The reserve (default 512 MiB) is kept free
-for the driver and the display.
+Budgets: plain numbers are GiB; units GiB, GB, MiB, MB; + joins one machine's cards, in device order
+(CUDA0 first). The reserve (default 512 MiB) is kept free on each card for the driver and the display;
+512MiB+1GiB gives each card its own. --rpc hosts come first (llama.cpp orders RPC devices first), each
+sized by the free memory its ggml-rpc-server reports.
 """
-OPTIONS = ("vram", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram", "ctx_checkpoints",
+OPTIONS = ("vram", "rpc", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram", "ctx_checkpoints",
            "verify", "mmproj", "no_mmproj_offload", "quant", "remote", "results")
 
 

@@ -14,6 +14,13 @@ from .search import FitRow, Placement, PlacementKind
 
 
 def describe_placement(p: Placement, n_layer_all: int) -> str:
+    where = describe_one(p, n_layer_all)
+    if len(p.split) > 1:
+        where = where.replace("on the card", "on the cards") + f", -ts {','.join(map(str, p.split))}"
+    return where
+
+
+def describe_one(p: Placement, n_layer_all: int) -> str:
     if p.kind is PlacementKind.ALL:
         return "all layers on the card"
     if p.kind is PlacementKind.RAM:
@@ -27,8 +34,9 @@ def describe_placement(p: Placement, n_layer_all: int) -> str:
 
 def short_placement(p: Placement) -> str:
     """For plot labels: the flag alone."""
-    return {PlacementKind.ALL: "all on card", PlacementKind.RAM: "all in RAM",
+    flag = {PlacementKind.ALL: "all on card", PlacementKind.RAM: "all in RAM",
             PlacementKind.N_CPU_MOE: f"--n-cpu-moe {p.value}", PlacementKind.NGL: f"-ngl {p.value}"}[p.kind]
+    return flag + (f" -ts {','.join(map(str, p.split))}" if len(p.split) > 1 else "")
 
 
 def llama_server_command(result: FitResult, row: FitRow) -> str:
@@ -44,6 +52,8 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
         cmd += f" -ub {s.n_ubatch}"
     if p.kind is PlacementKind.N_CPU_MOE:
         cmd += f" --n-cpu-moe {p.value}"
+    if len(p.split) > 1:
+        cmd += " -ts " + ",".join(map(str, p.split))
     return " ".join([cmd, *result.server_args])
 
 
@@ -63,6 +73,9 @@ def python_call(result: FitResult, row: FitRow) -> str:
     s, p = row.settings, row.placement
     ngl = {PlacementKind.ALL: "-1", PlacementKind.RAM: "0"}.get(p.kind, str(p.value))
     batch = f", n_ubatch={s.n_ubatch}" if s.n_ubatch != PYTHON_N_UBATCH else ""
+    if len(p.split) > 1:
+        batch += f", tensor_split=[{', '.join(str(float(n)) for n in p.split)}]"
+
     return (f'llama_cpp.Llama(model_path="{result.model_hint}", n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
             f"flash_attn={s.flash_attn}, type_k={ggml_type_id(s.type_k)}, type_v={ggml_type_id(s.type_v)}{batch}, "
             f"swa_full=False)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import LlamabenchError
 from ..layout import ModelGeometry, geometry_from_metadata
 from ..llama import engine, rpc
-from ..params import Budget, Params
+from ..params import Budget, Card, Params
 from ..projector import Projector
 from ..runtimes import RuntimeConfig
 from ..source import ModelSource
@@ -20,7 +20,20 @@ from ..validate import check_for_llama
 from ..weights import WeightsBreakdown, breakdown
 from .probe import ComputeProbe
 from .result import FitResult
-from .search import Fitter, Placement
+from .search import Fitter, Placement, PlacementKind
+
+
+def with_remote_hosts(budgets: list[Budget], endpoints: tuple[str, ...]) -> list[Budget]:
+    """Each --vram alternative with the --rpc hosts in front (llama.cpp puts RPC servers first), each host's
+    budget its free memory as the running ggml-rpc-server reports it."""
+    if not endpoints:
+        return budgets
+    remote = tuple(Card(ep, rpc.remote_memory(ep)[0], ep) for ep in endpoints)
+    out = []
+    for b in budgets:
+        cards = remote + b.devices
+        out.append(Budget("+".join(c.label for c in cards), sum(c.bytes for c in cards), cards))
+    return out
 
 
 class FitSession:
@@ -37,11 +50,15 @@ class FitSession:
     @classmethod
     def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool,
              ram_mode: bool = False, runtime: RuntimeConfig = RuntimeConfig(),
-             ram: Budget | None = None) -> "FitSession":
-        gpu_build = engine.supports_gpu_offload()
+             ram: Budget | None = None, remote: tuple[str, ...] = (), n_cards: int = 1,
+             tensor_split: tuple[float, ...] = ()) -> "FitSession":
+        gpu_devices = tuple(engine.gpu_devices())
+        gpu_build = bool(gpu_devices)
         emulate = not gpu_build and not ram_mode and rpc.available()
-        backend = ("the GPU and system RAM" if gpu_build else "system RAM (CPU)" if ram_mode or not emulate
-                   else "an emulated card (llama.cpp's RPC device on 127.0.0.1) and system RAM")
+        cards = ("the remote hosts (--rpc) and " if remote else "") + (
+            f"{n_cards} emulated cards (one llama.cpp RPC device on 127.0.0.1 each)" if n_cards > 1 and emulate
+            else "an emulated card (llama.cpp's RPC device on 127.0.0.1)" if emulate else "the GPU")
+        backend = ("system RAM (CPU)" if ram_mode or not (emulate or gpu_build) else f"{cards} and system RAM")
         scale = None
         if verify or source.path:
             path = str(source.gguf_for_llama())
@@ -75,7 +92,9 @@ class FitSession:
             "KV": "computed from the GGUF metadata (exact; `llamabench verify` checks it against llama.cpp)",
             "recurrent": "computed from the GGUF metadata (exact, f32)",
             "compute": f"llama.cpp's own no_alloc dry run of {compute_source}, same placement and context, over "
-                       f"{backend}: the card's and the host's buffers apart"
+                       f"{backend}: each card's and the host's buffers apart"
+                       + ("; with several devices llama.cpp pipelines the layers (pipeline parallelism): every "
+                          "card holds a compute buffer of its own" if n_cards > 1 else "")
                        + ("" if gpu_build else "; a CUDA build's buffers may differ"),
             "reserve": ("none in system RAM (the --ram budget is all usable)" if ram_mode
                         else f"{reserve / MIB:.0f} MiB kept free for the driver and display (--reserve)"),
@@ -90,12 +109,18 @@ class FitSession:
         if geometry.has_swa:
             notes.append("SWA layers sized with swa_full off (llama-server's default; Llama(swa_full=False))")
         session = cls(name=source.name, geometry=geometry, weights=weights,
-                      probe=ComputeProbe(path, emulate_card=emulate), basis=basis,
+                      probe=ComputeProbe(path, emulate_card=emulate, remote=remote, local_devices=gpu_devices),
+                      basis=basis,
                       model_hint=hint, gpu_build=gpu_build, verify_path=path if verify else None,
                       flash_attn=flash_attn, n_ubatch=n_ubatch, reserve=reserve, notes=notes, runtime=runtime,
                       ram=ram)
         session.ram_mode = ram_mode
+        session.tensor_split = tensor_split
+        session.remote = remote
         return session
+
+    tensor_split: tuple[float, ...] = ()  # -ts given
+    remote: tuple[str, ...] = ()  # --rpc hosts
 
     projector_bytes = 0  # --mmproj on the card: weights + compute (0 without one, or with --no-mmproj-offload)
     host_projector_bytes = 0  # --mmproj kept in system RAM (--no-mmproj-offload)
@@ -123,9 +148,13 @@ class FitSession:
                         settings = self.runtime.context(Params(n_ctx=n_ctx, type_k=type_k, type_v=type_v,
                                                                flash_attn=self.flash_attn, n_ubatch=self.n_ubatch))
                         try:
-                            rows += fitter.rows(budget, settings, placements)
+                            found = fitter.rows(budget, settings, placements)
                         except LlamabenchError as exc:
                             self.notes.append(f"{type_k}/{type_v}: {exc}")
+                            continue
+                        rows += found
+                        if budget.multi and (type_k, type_v) == pairs[0] and not placements:
+                            self.one_card_note(fitter, budget, settings, found)
         finally:
             self.probe.close()
         if not rows:
@@ -139,7 +168,39 @@ class FitSession:
                          notes=tuple(self.notes), server_args=self.runtime.server_flags(self.geometry) + tuple(server_args),
                          dry_runs=self.probe.calls, runtime=self.runtime, ram=self.ram)
 
+    def one_card_note(self, fitter: Fitter, budget: Budget, settings: Params, rows: list) -> None:
+        """Several cards, the model on the largest alone: does splitting buy context, and what it costs."""
+        split_row = rows[0]
+        if not split_row.card_fits:
+            return
+        i = max(range(len(budget.devices)), key=lambda j: budget.devices[j].bytes)
+        card = budget.devices[i]
+        alone = Fitter(self.geometry, self.weights, self.probe, reserve=fitter.reserve_of(i),
+                       projector=self.projector_bytes, host_projector=self.host_projector_bytes,
+                       runtime=self.runtime, ram=None)
+        if self.weights.on_card(n_gpu_layers=self.weights.n_layer + 1) > card.bytes:
+            return
+        try:
+            row = alone.rows(Budget(card.label, card.bytes), settings, [Placement(PlacementKind.ALL)])[0]
+        except LlamabenchError:
+            return
+        n_ctx, where = settings.n_ctx, f"{budget.label}: card c{i} ({card.label}) alone"
+        if not row.card_fits:
+            self.notes.append(f"{where} does not hold the model at n_ctx {n_ctx:,} ({settings.type_k}/"
+                              f"{settings.type_v} KV): the split is needed")
+            return
+        gain = split_row.max_n_ctx - row.max_n_ctx
+        speed = ("pipelining over the cards costs some speed: each token passes every card in turn, and "
+                 + ("the remote hosts add their link's transfer per token" if any(c.remote for c in budget.devices)
+                    else "the activations cross PCIe between them"))
+        self.notes.append(f"{where} holds the model at n_ctx {n_ctx:,} ({settings.type_k}/{settings.type_v} KV, "
+                          f"max n_ctx {row.max_n_ctx:,}); split over {len(budget.devices)} cards max n_ctx "
+                          f"{split_row.max_n_ctx:,}: " + (f"splitting buys {gain:,} tokens of context, and " if gain > 0
+                                                          else "splitting buys no context, and ") + speed
+                          + f" (one card: -ngl 99 -sm none -mg {i})")
+
     def fitter(self) -> Fitter:
         return Fitter(self.geometry, self.weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
                       ram_mode=self.ram_mode, projector=self.projector_bytes,
-                      host_projector=self.host_projector_bytes, runtime=self.runtime, ram=self.ram)
+                      host_projector=self.host_projector_bytes, runtime=self.runtime, ram=self.ram,
+                      tensor_split=self.tensor_split)

@@ -18,14 +18,28 @@ from ..params import Params
 from .search import ComputeSplit
 
 
-class ComputeProbe:
-    """Callable settings (placement included) -> ComputeSplit, as `search.Fitter` takes it."""
+def buffer_name(device: str) -> str:
+    """The name llama.cpp prints a device's buffers under: RPC0[HOST:PORT] for an RPC server's first device
+    (ggml-rpc.cpp), the device's own name (CUDA0, Vulkan0) otherwise."""
+    return f"RPC0[{device}]" if ":" in device else device
 
-    def __init__(self, path: str, *, emulate_card: bool = False):
+
+class ComputeProbe:
+    """Callable settings (placement included) -> ComputeSplit, as `search.Fitter` takes it.
+
+    Devices, in llama.cpp's order: the remote hosts (`--rpc`) first, then this machine's cards: emulated
+    cards (one RPC server each) on a CPU build, the build's own devices on a GPU build. A placement over
+    N devices (a -ts of N entries) is dry-run over the first N of them.
+    """
+
+    def __init__(self, path: str, *, emulate_card: bool = False, remote: tuple[str, ...] = (),
+                 local_devices: tuple[str, ...] = ()):
         self.path = path
         self.emulate_card = emulate_card
+        self.remote = tuple(remote)
+        self.local_devices = tuple(local_devices)  # a GPU build's device names, in order
         self._stack = ExitStack()
-        self._endpoint: str | None = None
+        self._emulated: list[str] = []
         self._model: DryRunChild | None = None
         self._memo: dict[Params, ComputeSplit] = {}
         self.backends: set[str] = set()
@@ -34,22 +48,36 @@ class ComputeProbe:
     @staticmethod
     def placement_of(settings: Params) -> Params:
         """The model parameters of a dry run: the placement alone (the context varies per call)."""
-        return Params(n_gpu_layers=settings.n_gpu_layers, n_cpu_moe=settings.n_cpu_moe, repack=False)
+        return Params(n_gpu_layers=settings.n_gpu_layers, n_cpu_moe=settings.n_cpu_moe, repack=False,
+                      tensor_split=settings.tensor_split, split_mode=settings.split_mode, main_gpu=settings.main_gpu)
 
-    def _child(self, placement: Params) -> DryRunChild:
-        if self.emulate_card and self._endpoint is None:
-            self._endpoint = self._stack.enter_context(emulated_card())
+    def devices(self, n_devices: int) -> tuple[str, ...]:
+        """The first n_devices devices (endpoints or device names); () : the build's default selection."""
+        n_local = max(0, n_devices - len(self.remote))
+        if self.emulate_card:
+            while len(self._emulated) < n_local:
+                self._emulated.append(self._stack.enter_context(emulated_card()))
+            local = tuple(self._emulated[:n_local])
+        elif self.remote or n_local < len(self.local_devices):
+            local = self.local_devices[:n_local]
+        else:
+            return ()
+        return self.remote[:n_devices] + local
+
+    def _child(self, placement: Params, devices: tuple[str, ...]) -> DryRunChild:
+        rpc = list(devices) or None
         if self._model is None:
-            self._model = DryRunChild(self.path, placement, rpc=self._endpoint)
-        elif self._model.placement != placement:
-            self._model.load(placement)
+            self._model = DryRunChild(self.path, placement, rpc=rpc)
+        elif self._model.placement != placement or self._model.rpc != rpc:
+            self._model.load(placement, rpc)
         return self._model
 
     def __call__(self, settings: Params) -> ComputeSplit:
         key = settings.replace(n_threads=0, repack=False)
         if key not in self._memo:
+            devices = self.devices(max(1, len(settings.tensor_split)))
             try:
-                alloc = self._child(self.placement_of(settings)).context(settings).allocations
+                alloc = self._child(self.placement_of(settings), devices).context(settings).allocations
             except LlamabenchError:
                 if self._model is not None and self._model.proc.poll() is not None:  # died: start anew next call
                     self._model = None
@@ -60,6 +88,9 @@ class ComputeProbe:
             if settings.n_gpu_layers and not alloc.card_names:
                 # no card in this build (no GPU, no RPC backend): the CPU's figure stands for the card's
                 self._memo[key] = ComputeSplit(card=total)
+            elif len(devices) > 1:
+                cards = tuple(alloc.device(buffer_name(d)).compute for d in devices)
+                self._memo[key] = ComputeSplit(card=sum(cards), host=host, cards=cards)
             else:
                 self._memo[key] = ComputeSplit(card=total - host, host=host)
         return self._memo[key]
@@ -69,4 +100,4 @@ class ComputeProbe:
             self._model.close()
             self._model = None
         self._stack.close()
-        self._endpoint = None
+        self._emulated = []

@@ -14,10 +14,11 @@ from enum import StrEnum
 from typing import Callable
 
 from ..footprint import KV_PAD, compute_footprint, per_layer_bytes
+from ..layer_split import first_offloaded_layer, layer_counts, layer_devices
 from ..layout import ModelGeometry
 from ..params import Budget, Params
 from ..runtimes import RuntimeConfig, server_ram
-from ..weights import WeightsBreakdown, first_card_layer
+from ..weights import WeightsBreakdown
 
 # least quality given up first
 QUALITY_ORDER = ("f32", "bf16", "f16", "q8_0", "q5_1", "q5_0", "q4_1", "iq4_nl", "q4_0")
@@ -34,6 +35,14 @@ class PlacementKind(StrEnum):
 class Placement:
     kind: PlacementKind
     value: int = 0
+    split: tuple[int, ...] = ()  # several devices: layers on each, in device order (the -ts printed); (): one card
+
+    def with_split(self, split: tuple[int, ...]) -> "Placement":
+        return replace(self, split=tuple(split))
+
+    @property
+    def tensor_split(self) -> tuple[float, ...]:
+        return tuple(float(n) for n in self.split) if len(self.split) > 1 else ()
 
     def n_gpu_layers(self, n_layer_all: int) -> int:
         return self.value if self.kind is PlacementKind.NGL else n_layer_all + 1
@@ -49,8 +58,9 @@ class Placement:
     def params(self, base: Params, n_layer_all: int) -> Params:
         """The llama.cpp parameters of this placement: -ngl and --n-cpu-moe on top of `base`."""
         if self.kind is PlacementKind.RAM:
-            return base.replace(n_gpu_layers=0, n_cpu_moe=0)
-        return base.replace(n_gpu_layers=self.n_gpu_layers(n_layer_all), n_cpu_moe=self.n_cpu_moe)
+            return base.replace(n_gpu_layers=0, n_cpu_moe=0, tensor_split=())
+        return base.replace(n_gpu_layers=self.n_gpu_layers(n_layer_all), n_cpu_moe=self.n_cpu_moe,
+                            tensor_split=self.tensor_split)
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,25 @@ class Parts:
     @property
     def total(self) -> int:
         return self.weights + self.kv + self.recurrent + self.compute + self.reserve + self.projector
+
+
+@dataclass(frozen=True)
+class CardParts:
+    """One card of a machine with several (`--vram 24GiB+12GiB`, `--rpc`): its parts against its own memory."""
+
+    name: str  # the card as the user gave it (24GiB), or the remote host (RPC HOST:PORT)
+    budget: int
+    parts: Parts
+    layers: int  # layers on it, the output layer counting as one
+    endpoint: str | None = None  # a remote ggml-rpc-server
+
+    @property
+    def fits(self) -> bool:
+        return self.parts.total <= self.budget
+
+    @property
+    def short_by(self) -> int:
+        return max(0, self.parts.total - self.budget)
 
 
 @dataclass(frozen=True)
@@ -102,10 +131,19 @@ class ComputeSplit:
 
     card: int
     host: int = 0
+    cards: tuple[int, ...] = ()  # several devices: each one's, in device order (card is their sum)
 
     @property
     def total(self) -> int:
         return self.card + self.host
+
+    def per_device(self, n_devices: int) -> tuple[int, ...]:
+        if len(self.cards) == n_devices:
+            return self.cards
+        if n_devices == 1:
+            return (self.card,)
+        # an estimate of another device count (the pure tests' fakes): the same on each card
+        return (self.card,) * n_devices
 
 
 def as_split(value: "ComputeSplit | int") -> ComputeSplit:
@@ -128,6 +166,11 @@ class FitRow:
     host: HostParts = HostParts()
     ram: Budget | None = None  # --ram: the system RAM the host part must fit into
     ram_mode: bool = False  # --cpu-only: the budget is system RAM and holds parts and host alike
+    cards: tuple[CardParts, ...] = ()  # several devices: each card's parts (`parts` is their sum)
+
+    @property
+    def multi(self) -> bool:
+        return len(self.cards) > 1
 
     @property
     def budget_label(self) -> str:
@@ -143,6 +186,8 @@ class FitRow:
 
     @property
     def card_fits(self) -> bool:
+        if self.multi:
+            return all(c.fits for c in self.cards)
         return self.card_total <= self.budget.bytes
 
     @property
@@ -155,6 +200,9 @@ class FitRow:
 
     @property
     def short_by(self) -> int:
+        """What the card lacks; with several, the most any one card lacks."""
+        if self.multi:
+            return max(c.short_by for c in self.cards)
         return max(0, self.card_total - self.budget.bytes)
 
     @property
@@ -164,13 +212,15 @@ class FitRow:
 
 class Fitter:
     def __init__(self, geometry: ModelGeometry, weights: WeightsBreakdown,
-                 compute_bytes: Callable[[Params], "ComputeSplit | int"], *, reserve: int, ram_mode: bool = False,
-                 projector: int = 0, host_projector: int = 0, runtime: RuntimeConfig | None = None,
-                 ram: Budget | None = None):
+                 compute_bytes: Callable[[Params], "ComputeSplit | int"], *, reserve: "int | tuple[int, ...]",
+                 ram_mode: bool = False, projector: int = 0, host_projector: int = 0,
+                 runtime: RuntimeConfig | None = None, ram: Budget | None = None,
+                 tensor_split: tuple[float, ...] = ()):
         self.geometry = geometry
+        self.tensor_split = tensor_split  # -ts given: these proportions, not a searched split
         self.weights = weights
         self.compute_bytes = compute_bytes
-        self.reserve = reserve
+        self.reserve = reserve  # one for every card, or one per card in device order
         self.ram_mode = ram_mode
         self.projector = projector
         self.host_projector = host_projector
@@ -178,50 +228,70 @@ class Fitter:
         self.ram = ram
         self.n_layer_all = weights.n_layer
 
+    def reserve_of(self, device: int) -> int:
+        return self.reserve[device] if isinstance(self.reserve, tuple) else self.reserve
+
     def first_card_layer(self, placement: Placement) -> int:
-        """i_gpu_start: layers from here on (the output layer too) are on the card."""
-        return first_card_layer(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all))
+        """i_gpu_start: layers from here on (the output layer too) are on the card(s)."""
+        return first_offloaded_layer(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all))
+
+    def layer_devices(self, placement: Placement) -> tuple[int | None, ...]:
+        """Each layer's device (the output layer last), as llama.cpp assigns it for this placement's -ts."""
+        proportions = tuple(float(n) for n in placement.split) if len(placement.split) > 1 else (1.0,)
+        return layer_devices(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all), proportions)
 
     def compute(self, settings: Params, placement: Placement) -> ComputeSplit:
-        """llama.cpp's compute buffers of this placement, card and host (a dry run over the same devices)."""
+        """llama.cpp's compute buffers of this placement, card(s) and host (a dry run over the same devices)."""
         return as_split(self.compute_bytes(placement.params(settings, self.n_layer_all)))
 
     def parts(self, settings: Params, placement: Placement, compute: ComputeSplit | None = None) -> Parts:
-        """What this placement puts on the card (everything, with --cpu-only)."""
+        """What this placement puts on the card(s) (everything, with --cpu-only)."""
         return self.evaluate(settings, placement, compute)[0]
 
     def evaluate(self, settings: Params, placement: Placement,
                  compute: ComputeSplit | None = None) -> tuple[Parts, HostParts]:
-        """The card's parts and the host's, for the runtime's context `settings`."""
+        """The card's parts (the sum over the cards) and the host's, for the runtime's context `settings`."""
+        parts, host, _ = self.evaluate_devices(settings, placement, compute)
+        return parts, host
+
+    def evaluate_devices(self, settings: Params, placement: Placement, compute: ComputeSplit | None = None,
+                         *, projector_device: int = 0) -> tuple[Parts, HostParts, tuple[Parts, ...]]:
+        """The parts of each card (in device order), their sum, and the host's."""
         fp = compute_footprint(self.geometry, settings)  # a clear UsageError before any dry run
         split = self.compute(settings, placement) if compute is None else as_split(compute)
         grows = server_ram(self.geometry, fp, self.runtime)
         growing = dict(prompt_cache=grows.prompt_cache, checkpoints=grows.checkpoints,
                        prompt_cache_unlimited=grows.prompt_cache_unlimited)
         if self.ram_mode:
-            parts = Parts(self.weights.total_bytes, fp.kv_bytes, fp.recurrent_state_bytes, split.total, self.reserve,
-                          self.projector)
-            return parts, HostParts(**growing)
-        weights = self.weights.on_card(n_gpu_layers=placement.n_gpu_layers(self.n_layer_all),
-                                       n_cpu_moe=placement.n_cpu_moe)
-        (kv, recurrent), (host_kv, host_rec) = self.cache_split(settings, placement)
-        parts = Parts(weights, kv, recurrent, split.card, self.reserve, self.projector)
+            parts = Parts(self.weights.total_bytes, fp.kv_bytes, fp.recurrent_state_bytes, split.total,
+                          self.reserve_of(0), self.projector)
+            return parts, HostParts(**growing), (parts,)
+        n = max(1, len(placement.split))
+        devices = self.layer_devices(placement)
+        weights = self.weights.on_devices(devices, n, n_cpu_moe=placement.n_cpu_moe)
+        caches, (host_kv, host_rec) = self.cache_split(settings, placement, devices, n)
+        computes = split.per_device(n)
+        cards = tuple(Parts(weights[i], caches[i][0], caches[i][1], computes[i], self.reserve_of(i),
+                            self.projector if i == projector_device else 0) for i in range(n))
+        total = cards[0] if n == 1 else Parts(*(sum(getattr(c, f) for c in cards) for f in
+                                                 ("weights", "kv", "recurrent", "compute", "reserve", "projector")))
         host = HostParts(self.host_weights(placement), host_kv, host_rec, split.host, self.host_projector, **growing)
-        return parts, host
+        return total, host, cards
 
-    def cache_split(self, settings: Params, placement: Placement) -> tuple[tuple[int, int], tuple[int, int]]:
-        """((KV, recurrent) on the card, (KV, recurrent) in system RAM): each layer's with its layer."""
-        start = self.first_card_layer(placement)
-        card, host = [0, 0], [0, 0]
+    def cache_split(self, settings: Params, placement: Placement, devices: tuple[int | None, ...] | None = None,
+                    n_devices: int = 1) -> tuple[tuple[tuple[int, int], ...], tuple[int, int]]:
+        """((KV, recurrent) of each card, (KV, recurrent) in system RAM): each layer's with its layer."""
+        devices = self.layer_devices(placement) if devices is None else devices
+        cards, host = [[0, 0] for _ in range(n_devices)], [0, 0]
         for il, (kv, rec) in per_layer_bytes(self.geometry, settings).items():
-            side = card if il >= start else host
+            side = host if devices[il] is None else cards[devices[il]]
             side[0] += kv
             side[1] += rec
-        return (card[0], card[1]), (host[0], host[1])
+        return tuple((c[0], c[1]) for c in cards), (host[0], host[1])
 
     def host_weights(self, placement: Placement) -> int:
         """Weights llama.cpp reports in system RAM for this placement: the mapped span of the file where the
-        tensor offsets are known, else the bytes of the tensors not on the card."""
+        tensor offsets are known, else the bytes of the tensors not on the card(s)."""
         ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
         mapped = self.weights.host_mapped(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
         if mapped is not None:
@@ -229,18 +299,33 @@ class Fitter:
         on_card = self.weights.on_card(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
         return self.weights.total_bytes - on_card + (self.weights.tied_output_bytes if ngl > 0 else 0)
 
-    def _row_of(self, budget: int | Budget, settings: Params, placement: Placement,
+    @staticmethod
+    def _budget(budget: "int | Budget") -> Budget:
+        return budget if isinstance(budget, Budget) else Budget("", budget)
+
+    def projector_device(self, budget: Budget) -> int:
+        """The projector goes to the first card of this machine (not a remote host) where there is one."""
+        return next((i for i, c in enumerate(budget.devices) if not c.remote), 0)
+
+    def _row_of(self, budget: "int | Budget", settings: Params, placement: Placement,
                 compute: ComputeSplit | None = None, *, card_only: bool = False) -> FitRow:
         """One placement's row without its max-n_ctx search (what the searches compare)."""
-        parts, host = self.evaluate(settings, placement, compute)
-        return FitRow(budget if isinstance(budget, Budget) else Budget("", budget), settings, placement, parts, 0,
-                      host, None if card_only else self.ram, self.ram_mode)
+        budget = self._budget(budget)
+        parts, host, per_card = self.evaluate_devices(settings, placement, compute,
+                                                      projector_device=self.projector_device(budget))
+        cards = ()
+        if budget.multi and not self.ram_mode:
+            counts = layer_counts(self.layer_devices(placement), len(per_card))
+            cards = tuple(CardParts(c.label, c.bytes, p, k, c.endpoint)
+                          for c, p, k in zip(budget.devices, per_card, counts))
+        return FitRow(budget, settings, placement, parts, 0, host, None if card_only else self.ram, self.ram_mode,
+                      cards)
 
-    def _fits(self, budget: int, settings: Params, placement: Placement, *, card_only: bool = False) -> bool:
+    def _fits(self, budget: "int | Budget", settings: Params, placement: Placement, *, card_only: bool = False) -> bool:
         return self._row_of(budget, settings, placement, card_only=card_only).fits
 
-    def max_n_ctx(self, budget: int, settings: Params, placement: Placement) -> int:
-        """Largest n_ctx (a multiple of 256) whose card and host totals fit, by dry runs.
+    def max_n_ctx(self, budget: "int | Budget", settings: Params, placement: Placement) -> int:
+        """Largest n_ctx (a multiple of 256) whose card(s) and host totals fit, by dry runs.
 
         The compute buffers grow with n_ctx, so compute(256) bounds them from below and compute(n_upper)
         from above for every n <= n_upper: two cheap arithmetic searches bracket the answer, and real
@@ -275,40 +360,144 @@ class Fitter:
 
     def _row(self, budget: Budget, settings: Params, placement: Placement) -> FitRow:
         return replace(self._row_of(budget, settings, placement),
-                       max_n_ctx=self.max_n_ctx(budget.bytes, settings, placement))
+                       max_n_ctx=self.max_n_ctx(budget, settings, placement))
+
+    # several cards: the -ts of a placement ---------------------------------------------------------
+    MAX_SPLIT_ROUNDS = 3
+
+    def layer_costs(self, settings: Params, placement: Placement) -> list[tuple[int, int]]:
+        """(layer, bytes on its card: weights + KV + recurrent) for every offloaded layer, the output layer last."""
+        caches = per_layer_bytes(self.geometry, settings)
+        out = []
+        for il in range(self.first_card_layer(placement), self.n_layer_all + 1):
+            kv, rec = caches.get(il, (0, 0))
+            out.append((il, self.weights.layer_bytes(il, n_cpu_moe=placement.n_cpu_moe) + kv + rec))
+        return out
+
+    def split_for(self, budget: Budget, settings: Params, placement: Placement, estimate: ComputeSplit) -> Placement:
+        """The placement with the -ts that holds the largest n_ctx on these cards (the asked n_ctx first).
+
+        Each card's room is its memory less its reserve, projector and (estimated) compute; the layers are
+        dealt in device order, each card taking as many as it holds at a trial n_ctx (a greedy deal is
+        feasible whenever any split in device order is). The largest n_ctx some deal holds gives the split;
+        where none holds the asked n_ctx, the layers are shared in proportion to the rooms.
+        """
+        cards = budget.devices
+        n = len(cards)
+        if n == 1 or self.ram_mode:
+            return placement.with_split(())
+        computes = estimate.per_device(n)
+        p_dev = self.projector_device(budget)
+        rooms = [c.bytes - self.reserve_of(i) - computes[i] - (self.projector if i == p_dev else 0)
+                 for i, c in enumerate(cards)]
+
+        def deal(n_ctx: int) -> tuple[int, ...] | None:
+            costs = [c for _, c in self.layer_costs(settings.replace(n_ctx=n_ctx), placement)]
+            counts, i = [], 0
+            for d in range(n):
+                used, k = 0, 0
+                if d == n - 1:  # the last card takes the rest
+                    rest = sum(costs[i:])
+                    return tuple(counts + [len(costs) - i]) if rest <= rooms[d] else None
+                while i < len(costs) and used + costs[i] <= rooms[d]:
+                    used += costs[i]
+                    i += 1
+                    k += 1
+                counts.append(k)
+            return None  # pragma: no cover - the loop returns at the last card
+
+        lo = settings.n_ctx
+        if deal(lo) is None:
+            n_layers = len(self.layer_costs(settings, placement))
+            return placement.with_split(proportional(n_layers, [max(r, 0) for r in rooms]))
+        hi = max(lo, max(self.geometry.n_ctx_train, lo) // KV_PAD * KV_PAD)
+        if deal(hi) is not None:
+            # room to spare at the longest context: share the layers by room where that holds it too
+            share = proportional(len(self.layer_costs(settings, placement)), [max(r, 0) for r in rooms])
+            costs = [c for _, c in self.layer_costs(settings.replace(n_ctx=hi), placement)]
+            bounds = [sum(share[:i]) for i in range(n + 1)]
+            if all(sum(costs[bounds[i]:bounds[i + 1]]) <= rooms[i] for i in range(n)):
+                return placement.with_split(share)
+            return placement.with_split(deal(hi))
+        lo_steps, hi_steps = -(-lo // KV_PAD), hi // KV_PAD - 1  # deal(lo) holds, deal(hi) does not
+        while hi_steps > lo_steps:
+            mid = (lo_steps + hi_steps + 1) // 2
+            if deal(mid * KV_PAD) is not None:
+                lo_steps = mid
+            else:
+                hi_steps = mid - 1
+        best = deal(max(lo, lo_steps * KV_PAD))
+        return placement.with_split(best)
+
+    def placed(self, budget: Budget, settings: Params, placement: Placement,
+               estimate: ComputeSplit | None = None) -> Placement:
+        """A placement with its split settled by dry runs: deal with the estimate, then again with the split's
+        own compute buffers until the cards hold it (compute moves with the split: pipeline parallelism)."""
+        if not budget.multi or self.ram_mode:
+            return placement
+        n = len(budget.devices)
+        if self.tensor_split:  # the user's -ts, as whole layers of this placement
+            devices = layer_devices(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all), self.tensor_split)
+            return placement.with_split(layer_counts(devices, n))
+        if estimate is None:
+            estimate = self.compute(settings, placement.with_split(proportional(
+                len(self.layer_costs(settings, placement)), [c.bytes for c in budget.devices])))
+        chosen = self.split_for(budget, settings, placement, estimate)
+        for _ in range(self.MAX_SPLIT_ROUNDS):
+            exact = self.compute(settings, chosen)
+            if self._row_of(budget, settings, chosen, exact, card_only=True).card_fits:
+                return chosen
+            again = self.split_for(budget, settings, placement, ComputeSplit(exact.card, exact.host,
+                                                                             exact.per_device(n)))
+            if again == chosen:
+                return chosen
+            chosen = again
+        return chosen
 
     def rows(self, budget: Budget, settings: Params,
              placements: list[Placement] | None = None) -> list[FitRow]:
-        """All on the card; if that misses, the fewest expert layers in RAM and the most layers on the card that fit.
+        """All on the card(s); if that misses, the fewest expert layers in RAM and the most layers on the card(s)
+        that fit; over several cards, each with the -ts that holds the most context.
 
         The search places by the card alone (moving layers off the card cannot make the host smaller);
         each row then says whether the host part fits --ram too. With `placements`, exactly those are
-        evaluated (`fit -ngl N`, `fit --n-cpu-moe N`): no search.
+        evaluated (`fit -ngl N`, `fit --n-cpu-moe N`, with -ts when given): no placement search.
         """
         if placements:
-            return [self._row(budget, settings, p) for p in placements]
+            return [self._row(budget, settings, p if p.split else self.placed(budget, settings, p))
+                    for p in placements]
         if self.ram_mode:
             return [self._row(budget, settings, Placement(PlacementKind.RAM))]
-        rows = [self._row(budget, settings, Placement(PlacementKind.ALL))]
+        first = self.placed(budget, settings, Placement(PlacementKind.ALL))
+        rows = [self._row(budget, settings, first)]
         if rows[0].card_fits:
             return rows
-        room = budget.bytes
-        exact = lambda p: self._fits(room, settings, p, card_only=True)  # noqa: E731
         # each placement's compute is a dry run of a model loaded with that placement (about 1 s for a big
         # file): search with the all-on-card compute (one model), then settle on the exact answer nearby
-        estimate = self.compute(settings, Placement(PlacementKind.ALL))
-        near = lambda p: self._row_of(room, settings, p, estimate, card_only=True).fits  # noqa: E731
+        estimate = self.compute(settings, first)
+
+        def near(p: Placement) -> bool:
+            if budget.multi:
+                p = (self.placed(budget, settings, p) if self.tensor_split
+                     else self.split_for(budget, settings, p, estimate))
+            return self._row_of(budget, settings, p, estimate, card_only=True).fits
+
+        def exact(p: Placement) -> bool:
+            return self._fits(budget, settings, self.placed(budget, settings, p, estimate), card_only=True)
+
         if self.weights.has_experts() and self.runtime.is_server:  # Llama() has no tensor overrides
             moe = lambda k: Placement(PlacementKind.N_CPU_MOE, k)  # noqa: E731
             guess = self._smallest(lambda k: near(moe(k)), self.n_layer_all)
             n = self._settle(guess, lambda k: exact(moe(k)), better=-1, lo=1, hi=self.n_layer_all,
                              search=lambda: self._smallest(lambda k: exact(moe(k)), self.n_layer_all))
-            rows.append(self._row(budget, settings, moe(n if n is not None else self.n_layer_all)))
+            chosen = moe(n if n is not None else self.n_layer_all)
+            rows.append(self._row(budget, settings, self.placed(budget, settings, chosen, estimate)))
         ngl = lambda k: Placement(PlacementKind.NGL, k)  # noqa: E731
         guess = self._largest(lambda k: near(ngl(k)), self.n_layer_all, lowest=1)
         k = self._settle(guess, lambda k: exact(ngl(k)), better=+1, lo=1, hi=self.n_layer_all,
                          search=lambda: self._largest(lambda k: exact(ngl(k)), self.n_layer_all, lowest=1))
-        rows.append(self._row(budget, settings, ngl(k if k is not None else 1)))
+        chosen = ngl(k if k is not None else 1)
+        rows.append(self._row(budget, settings, self.placed(budget, settings, chosen, estimate)))
         return rows
 
     MAX_SETTLE_STEPS = 3
@@ -360,6 +549,18 @@ class Fitter:
             else:
                 hi = mid
         return lo
+
+
+def proportional(n_layers: int, weights: list[int]) -> tuple[int, ...]:
+    """n_layers shared in proportion to weights, whole layers (largest remainders); equal shares if all are 0."""
+    total = sum(weights)
+    if total <= 0:
+        weights, total = [1] * len(weights), len(weights)
+    shares = [n_layers * w / total for w in weights]
+    counts = [int(x) for x in shares]
+    for i in sorted(range(len(weights)), key=lambda i: shares[i] - counts[i], reverse=True)[:n_layers - sum(counts)]:
+        counts[i] += 1
+    return tuple(counts)
 
 
 def recommend(rows: list[FitRow]) -> FitRow | None:

@@ -10,7 +10,7 @@ figures, from llama.cpp's dry run of the same placement over the same kind of de
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ..allocations import HOST, PARTS, PRINTED_TOLERANCE_BYTES, Allocations, DeviceParts
@@ -19,7 +19,10 @@ from ..llama.worker import run_child
 from ..units import MIB
 from .advice import describe_placement
 from .result import FitResult
+from .probe import buffer_name
 from .search import FitRow, recommend
+
+MULTI_COMPUTE_TOLERANCE = (5 * MIB, 0.03)  # several devices: compute to 5 MiB or 3%, whichever is larger
 
 
 @dataclass(frozen=True)
@@ -31,11 +34,15 @@ class DeviceCheck:
     allocated: DeviceParts
     tolerance_bytes: int = PRINTED_TOLERANCE_BYTES
     by_total: bool = False  # --cpu-only: only the totals are compared (file mapping pads the weights)
+    # several devices: llama.cpp's no_alloc projection keeps the first prompt-graph reservation, the real
+    # context the last of three, so a card's compute may differ by a few MiB (5.00 on the last card seen)
+    compute_tolerance_bytes: int = PRINTED_TOLERANCE_BYTES
 
     def part_ok(self, part: str) -> bool:
         if self.by_total:
             return self.ok
-        return abs(getattr(self.allocated, part) - getattr(self.predicted, part)) <= self.tolerance_bytes
+        tolerance = self.compute_tolerance_bytes if part == "compute" else self.tolerance_bytes
+        return abs(getattr(self.allocated, part) - getattr(self.predicted, part)) <= tolerance
 
     @property
     def ok(self) -> bool:
@@ -59,6 +66,7 @@ class PlacementCheck:
     budget: int = 0  # what the card may hold after the reserve and the projector's share
     card_total: int = 0
     ram_mode: bool = False
+    cards_over_budget: tuple[str, ...] = ()  # several cards: those whose allocation passed their own budget
 
     @property
     def ok(self) -> bool:
@@ -66,7 +74,7 @@ class PlacementCheck:
 
     @property
     def within_budget(self) -> bool:
-        return self.card_total <= self.budget
+        return self.card_total <= self.budget and not self.cards_over_budget
 
 
 @dataclass(frozen=True)
@@ -97,22 +105,28 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
     if not rows:
         return FitVerification(error=f"nothing fits {result.budgets[0].label} at n_ctx {result.contexts[0]}, so "
                                      "there is nothing to create")
+    n_local = max(max(len(r.cards), 1) - len(session.remote) for r in rows)
     emulated = not session.gpu_build and not session.ram_mode
-    with (emulated_card() if emulated else nullcontext(None)) as endpoint:
-        return FitVerification(tuple(_verify_row(row, session, result, endpoint) for row in rows))
+    with ExitStack() as stack:
+        local = [stack.enter_context(emulated_card()) for _ in range(n_local)] if emulated else []
+        return FitVerification(tuple(_verify_row(row, session, result, tuple(session.remote) + tuple(local))
+                                     for row in rows))
 
 
-def _verify_row(row: FitRow, session, result: FitResult, endpoint: str | None) -> PlacementCheck:
+def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, ...]) -> PlacementCheck:
     p = row.placement
     params = p.params(row.settings, result.n_layer_all).replace(repack=False, n_threads=2)
-    job = {"job": "create", "path": session.verify_path, "params": params.to_dict(), "rpc": endpoint}
+    n_devices = max(1, len(row.cards))
+    devices = endpoints[:n_devices]
+    job = {"job": "create", "path": session.verify_path, "params": params.to_dict(), "rpc": list(devices) or None}
     events: list[dict] = []
     outcome = run_child(job, events.append)
     by_kind = {e.get("event"): e for e in events}
     what = (f"n_ctx {row.settings.n_ctx}, {row.settings.type_k}/{row.settings.type_v} KV, "
             f"{describe_placement(p, result.n_layer_all)}")
-    where = ("system RAM (--cpu-only)" if session.ram_mode else "the GPU" if session.gpu_build
-             else f"an emulated card (llama.cpp RPC device on {endpoint})")
+    where = ("system RAM (--cpu-only)" if session.ram_mode else "the GPU" if session.gpu_build and not devices
+             else f"{n_devices} devices ({', '.join(devices)})" if n_devices > 1
+             else f"an emulated card (llama.cpp RPC device on {devices[0]})")
     if "alloc" not in by_kind:
         return PlacementCheck(what, where, row.settings.n_ctx, error=f"llama.cpp could not create the context: "
                                                                      f"{outcome.failure}", ram_mode=session.ram_mode)
@@ -131,11 +145,25 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoint: str | None) -
         tolerance = 2 * MIB + predicted.total // 200  # printed MiB rounding and file-mapping padding
         device = DeviceCheck(HOST, predicted, allocated, tolerance, by_total=True)
         return PlacementCheck(**common, devices=(device,), budget=row.budget_bytes, card_total=allocated.total)
-    card = (alloc.card_names or ("card",))[0]
     h = row.host  # the fit's own figures: compute from its dry run of this placement over the same devices
-    predicted = {card: DeviceParts(row.parts.weights, row.parts.kv, row.parts.recurrent, row.parts.compute),
-                 HOST: DeviceParts(h.weights, h.kv, h.recurrent, h.compute)}
-    devices = tuple(DeviceCheck(name, predicted[name], alloc.device(name)) for name in predicted)
+    host = DeviceCheck(HOST, DeviceParts(h.weights, h.kv, h.recurrent, h.compute), alloc.device(HOST))
+    if n_devices > 1:
+        checks = []
+        for i, (card, endpoint) in enumerate(zip(row.cards, devices)):
+            c = card.parts
+            predicted = DeviceParts(c.weights, c.kv, c.recurrent, c.compute)
+            allocated = alloc.device(buffer_name(endpoint))
+            low, share = MULTI_COMPUTE_TOLERANCE
+            checks.append(DeviceCheck(f"card {i} ({card.name})", predicted, allocated,
+                                      compute_tolerance_bytes=max(low, int(predicted.compute * share))))
+        room = [c.budget - c.parts.reserve - c.parts.projector for c in row.cards]
+        over = tuple(check.name for check, r in zip(checks, room) if check.allocated.total > r)
+        return PlacementCheck(**common, devices=(*checks, host), budget=sum(room),
+                              card_total=sum(c.allocated.total for c in checks), cards_over_budget=over)
+    card = (alloc.card_names or ("card",))[0]
+    predicted_card = DeviceParts(row.parts.weights, row.parts.kv, row.parts.recurrent, row.parts.compute)
+    devices_checked = (DeviceCheck(card, predicted_card, alloc.device(card)), host)
     # the projector (--mmproj) is not created here: its share of the budget stays set aside
-    return PlacementCheck(**common, devices=devices, budget=row.budget_bytes - row.parts.reserve - row.parts.projector,
-                          card_total=devices[0].allocated.total)
+    return PlacementCheck(**common, devices=devices_checked,
+                          budget=row.budget_bytes - row.parts.reserve - row.parts.projector,
+                          card_total=devices_checked[0].allocated.total)

@@ -116,18 +116,18 @@ MODELS_KEPT = 24  # no_alloc models kept loaded, one per placement: tensor metad
 def serve_dry_runs(job: dict) -> None:
     """Load once with no_alloc, then answer one dry-run context per settings line on stdin until EOF.
 
-    A line {"load": PARAMS} switches to another placement (-ngl, --n-cpu-moe); the models of the last
+    A line {"load": PARAMS, "rpc": [...]} switches to another placement (-ngl, --n-cpu-moe, -ts, devices); the models of the last
     MODELS_KEPT placements stay loaded, so a search that comes back to one does not load it again.
     """
     models: dict[str, DryRunModel] = {}
 
-    def load(placement: dict):
-        key = json.dumps(placement, sort_keys=True)
+    def load(placement: dict, rpc):
+        key = json.dumps([placement, rpc], sort_keys=True)
         if key in models:
             models[key] = models.pop(key)  # most recent last
         else:
             try:
-                models[key] = DryRunModel(job["path"], Params.from_dict(placement), rpc=job.get("rpc"))
+                models[key] = DryRunModel(job["path"], Params.from_dict(placement), rpc=rpc)
             except LlamabenchError as exc:
                 emit("failed", reason=str(exc))
                 return None
@@ -137,7 +137,7 @@ def serve_dry_runs(job: dict) -> None:
         emit("loaded", model_size_bytes=model.size, n_params=model.n_params)
         return model
 
-    model = load(job["params"])
+    model = load(job["params"], job.get("rpc"))
     if model is None:
         return
     try:
@@ -146,7 +146,7 @@ def serve_dry_runs(job: dict) -> None:
                 continue
             request = json.loads(line)
             if "load" in request:
-                model = load(request["load"])
+                model = load(request["load"], request.get("rpc", job.get("rpc")))
                 if model is None:
                     return
                 continue

@@ -15,7 +15,7 @@ from pathlib import Path
 from .. import cache_types
 from ..allocations import Allocations, parse_allocations
 from ..errors import EngineError
-from ..params import Params
+from ..params import Params, rpc_endpoints
 
 _lock = threading.Lock()
 _buffer: list[str] | None = None
@@ -148,19 +148,46 @@ def _rpc_device(endpoint: str) -> int:
     return _rpc_devices[endpoint]
 
 
-def _model_params(p: Params, *, no_alloc: bool, rpc: str | None = None):
-    """llama_model_params, and the ctypes objects it points into (keep them alive until the load ends)."""
+SPLIT_MODE_IDS = {"none": 0, "layer": 1}  # enum llama_split_mode
+
+
+def _device(name: str) -> int:
+    """A device by what a job names it: an RPC server "HOST:PORT", or a ggml device name (CUDA0, Vulkan0)."""
+    if ":" in name:
+        return _rpc_device(name)
+    lib = _ggml()
+    lib.ggml_backend_dev_by_name.argtypes = [ctypes.c_char_p]
+    lib.ggml_backend_dev_by_name.restype = ctypes.c_void_p
+    dev = lib.ggml_backend_dev_by_name(name.encode())
+    if not dev:
+        raise EngineError(f"llama.cpp has no device named {name}")
+    return dev
+
+
+def _model_params(p: Params, *, no_alloc: bool, rpc=None):
+    """llama_model_params, and the ctypes objects it points into (keep them alive until the load ends).
+
+    With RPC endpoints the model's devices are exactly those, in that order (as `--rpc` puts RPC servers
+    first in llama.cpp's default device list); `tensor_split`, `split_mode` and `main_gpu` as llama.cpp reads them.
+    """
     lc = _llama()
     params = lc.llama_model_default_params()
     params.n_gpu_layers = p.n_gpu_layers
+    endpoints = rpc_endpoints(rpc)
     # off: no repacked second copy of the weights (AMX, CPU_REPACK); an RPC dry run never repacks
-    params.use_extra_bufts = p.repack and not (no_alloc and rpc)
+    params.use_extra_bufts = p.repack and not (no_alloc and endpoints)
+    params.split_mode = SPLIT_MODE_IDS[p.split_mode]
+    params.main_gpu = p.main_gpu
     n_cpu_moe = p.n_cpu_moe
     keep: list = []
-    if rpc:
-        devices = (ctypes.c_void_p * 2)(_rpc_device(rpc), None)
+    if endpoints:
+        devices = (ctypes.c_void_p * (len(endpoints) + 1))(*[_device(e) for e in endpoints], None)
         params.devices = ctypes.cast(devices, ctypes.c_void_p)
         keep.append(devices)
+    if p.tensor_split:
+        split = (ctypes.c_float * int(lc.llama_max_devices()))(*p.tensor_split)
+        params.tensor_split = ctypes.cast(split, ctypes.POINTER(ctypes.c_float))
+        keep.append(split)
     if n_cpu_moe:
         cpu = ggml_lib("ggml-cpu")
         cpu.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
@@ -281,7 +308,7 @@ class DryRun:
 class DryRunModel(_Closing):
     """A model loaded with no_alloc, for many dry-run contexts (about 0.1 s each)."""
 
-    def __init__(self, path: str, placement: Params = Params(), *, rpc: str | None = None):
+    def __init__(self, path: str, placement: Params = Params(), *, rpc=None):
         lc = _llama()
         self._lc = lc
         self.path = path
@@ -316,7 +343,7 @@ class DryRunModel(_Closing):
 class Session(_Closing):
     """A real model and context (weights loaded, KV allocated), for timed decoding in this process."""
 
-    def __init__(self, path: str, settings: Params, *, rpc: str | None = None, threadpool: bool = False):
+    def __init__(self, path: str, settings: Params, *, rpc=None, threadpool: bool = False):
         lc = _llama()
         self._lc = lc
         self.settings = settings

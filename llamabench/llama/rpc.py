@@ -75,8 +75,58 @@ def emulated_card(n_threads: int = 1, timeout_s: float = 30.0):
         stop_group(proc, grace_s=1.0)
 
 
+def query_memory(endpoint: str) -> tuple[int, int]:
+    """(free, total) bytes of the first device of a running ggml-rpc-server, as llama.cpp reads them
+    (ggml_backend_rpc_get_device_memory); in a process of its own (llama.cpp aborts on a protocol mismatch)."""
+    rpc = ggml_lib("ggml-rpc")
+    rpc.ggml_backend_rpc_get_device_memory.argtypes = [ctypes.c_char_p, ctypes.c_uint32,
+                                                       ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]
+    free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    rpc.ggml_backend_rpc_get_device_memory(endpoint.encode(), 0, ctypes.byref(free), ctypes.byref(total))
+    return int(free.value), int(total.value)
+
+
+def reachable(endpoint: str, timeout_s: float = 5.0) -> str | None:
+    """None if something listens at HOST:PORT, else why not, in words."""
+    host, port = endpoint.rsplit(":", 1)
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            return None
+    except socket.timeout:
+        return f"no answer in {timeout_s:.0f} s"
+    except OSError as exc:
+        return exc.strerror or str(exc)
+
+
+def remote_memory(endpoint: str, timeout_s: float = 30.0) -> tuple[int, int]:
+    """(free, total) bytes a remote ggml-rpc-server reports; a host that cannot be reached is one EngineError."""
+    if not available():
+        raise EngineError("--rpc needs llama.cpp's RPC backend: reinstall llama-cpp-python with CMAKE_ARGS=-DGGML_RPC=on "
+                          "(make install does)")
+    why = reachable(endpoint)
+    if why:
+        raise EngineError(f"--rpc {endpoint}: no ggml-rpc-server can be reached there ({why})")
+    try:
+        done = subprocess.run([sys.executable, "-m", "llamabench.llama.rpc", "memory", endpoint], capture_output=True,
+                              text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise EngineError(f"--rpc {endpoint}: the server did not report its memory in {timeout_s:.0f} s") from None
+    words = done.stdout.split()
+    if done.returncode != 0 or len(words) != 2 or not all(w.isdigit() for w in words):
+        tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise EngineError(f"--rpc {endpoint}: not a ggml-rpc-server this llama.cpp can talk to ({tail})")
+    free, total = int(words[0]), int(words[1])
+    if total == 0:
+        raise EngineError(f"--rpc {endpoint}: the server reports no device memory")
+    return free, total
+
+
 def main() -> int:
     die_with_parent()
+    if sys.argv[1] == "memory":
+        free, total = query_memory(sys.argv[2])
+        print(free, total)
+        return 0
     serve(int(sys.argv[1]), int(sys.argv[2]))
     return 0
 

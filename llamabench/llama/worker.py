@@ -17,7 +17,7 @@ from typing import Callable
 from .. import sysinfo
 from ..allocations import Allocations
 from ..errors import EngineError, UsageError
-from ..params import Params
+from ..params import Params, rpc_endpoints
 from .process import stop_group
 
 
@@ -124,20 +124,22 @@ class DryRunChild:
     EngineError naming the file, the signal and llama.cpp's last error line.
     """
 
-    def __init__(self, path: str, placement: Params = Params(), *, rpc: str | None = None):
+    def __init__(self, path: str, placement: Params = Params(), *, rpc=None):
         self.path = path
         self.proc = _start()
+        rpc = list(rpc_endpoints(rpc)) or None
         self._send({"job": "dry_runs", "path": path, "params": placement.to_dict(), "rpc": rpc})
-        self._loaded(placement)
+        self._loaded(placement, rpc)
 
-    def load(self, placement: Params) -> None:
-        """Load the model again with another placement (-ngl, --n-cpu-moe) for the next contexts."""
-        self._send({"load": placement.to_dict()})
-        self._loaded(placement)
+    def load(self, placement: Params, rpc=None) -> None:
+        """Load the model again with another placement (-ngl, --n-cpu-moe, -ts) and devices for the next contexts."""
+        rpc = list(rpc_endpoints(rpc)) or None
+        self._send({"load": placement.to_dict(), "rpc": rpc})
+        self._loaded(placement, rpc)
 
-    def _loaded(self, placement: Params) -> None:
+    def _loaded(self, placement: Params, rpc) -> None:
         event = self._next()
-        self.placement = placement
+        self.placement, self.rpc = placement, rpc
         self.model_size_bytes, self.n_params = event["model_size_bytes"], event["n_params"]
 
     def _send(self, obj: dict) -> None:
@@ -189,6 +191,6 @@ class DryRunChild:
 
 
 def dry_runs(path: str, settings_list: list[Params], placement: Params = Params(), *,
-             rpc: str | None = None) -> list[DryRunSizes]:
+             rpc=None) -> list[DryRunSizes]:
     with DryRunChild(path, placement, rpc=rpc) as child:
         return [child.context(s) for s in settings_list]

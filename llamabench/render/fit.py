@@ -27,6 +27,9 @@ def _short(n: int) -> str:
 def fits_text(row: FitRow) -> str:
     if row.fits:
         return "yes"
+    if not row.card_fits and row.multi:
+        worst = max(range(len(row.cards)), key=lambda i: row.cards[i].short_by)
+        return f"no (c{worst} {_short(row.cards[worst].short_by)})"
     if not row.card_fits:
         return f"no ({_short(row.short_by)})"
     return f"RAM no ({_short(row.ram_short_by)})"
@@ -62,7 +65,48 @@ def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
     )
 
 
+def card_fields(n_cards: int, *, views=frozenset({"table"})) -> tuple[Field, ...]:
+    """One column group per card of a machine (c0 first, in device order): its layers, weights, KV +
+    recurrent, compute and total against its own budget."""
+    out: list[Field] = []
+    for i in range(n_cards):
+        def card(r, i=i):
+            return r.cards[i] if i < len(r.cards) else None
+        out += [
+            Field(f"card{i}_layers", f"c{i} layers", lambda r, c=card: c(r) and c(r).layers, align="r", views=views),
+            Field(f"card{i}_weights_bytes", f"c{i} weights", lambda r, c=card: c(r) and c(r).parts.weights, _gib,
+                  "r", views),
+            Field(f"card{i}_kv_bytes", f"c{i} KV+rec", lambda r, c=card: c(r) and c(r).parts.kv + c(r).parts.recurrent,
+                  _gib, "r", views),
+            Field(f"card{i}_compute_bytes", f"c{i} compute", lambda r, c=card: c(r) and c(r).parts.compute, _gib, "r",
+                  views),
+            Field(f"card{i}_total_bytes", f"c{i} total", lambda r, c=card: c(r) and c(r).parts.total, _gib, "r", views),
+        ]
+    return tuple(out)
+
+
+def multi_fields(result: FitResult, n_cards: int) -> tuple[Field, ...]:
+    """The columns of a machine with several cards: placement, a group per card, the host and the verdict."""
+    keep = {"budget", "budget_bytes", "n_ctx", "cache_types", "placement"}
+    base = row_fields(result, projector=False)
+    head = tuple(f for f in base if f.name in keep)
+    tail = tuple(f for f in base if f.name in {"host_bytes", "host", "host_growing_bytes", "fits", "max_n_ctx",
+                                                "command"})
+    return head + card_fields(n_cards) + tail
+
+
+def cards_line(rows: list[FitRow]) -> str:
+    row = rows[0]
+    names = ", ".join(f"c{i} = {c.name}" + (f" ({_gib(c.budget)} GiB free, remote)" if c.endpoint else "")
+                      + (f", reserve {c.parts.reserve / MIB:.0f} MiB" if c.parts.reserve else "")
+                      for i, c in enumerate(row.cards))
+    return f"cards in device order: {names}; c0 layers come first, the last card holds the output layer"
+
+
 def _rows_table(result: FitResult, rows: list[FitRow], fmt: str) -> str:
+    n_cards = max(len(r.cards) for r in rows)
+    if n_cards > 1:
+        return cards_line(rows) + "\n" + table(rows, multi_fields(result, n_cards), fmt)
     return table(rows, row_fields(result, projector=any(r.parts.projector for r in rows)), fmt)
 
 
@@ -129,7 +173,9 @@ def _groups(result: FitResult):
 
 def render_text(result: FitResult, fmt: str = "text") -> str:
     if fmt == "csv":
-        return table(result.rows, row_fields(result, projector=True), "csv")
+        n_cards = max((len(r.cards) for r in result.rows), default=0)
+        fields = row_fields(result, projector=True) + (card_fields(n_cards, views=frozenset()) if n_cards > 1 else ())
+        return table(result.rows, fields, "csv")
     out = [f"{result.model_name} ({result.architecture}): fit at n_ctx {', '.join(map(str, result.contexts))}"
            + (f"; trained context {result.n_ctx_train:,}" if result.n_ctx_train else "")]
     out += [f"  {k:<10} {v}" for k, v in result.basis.items()]

@@ -72,34 +72,50 @@ def kv_vs_context(out_dir: Path, name: str, curve: tuple[KvPoint, ...], comparis
     return _save(fig, out_dir, "kv_vs_context")
 
 
+def _bars(row) -> list[tuple[str, object, int, bool]]:
+    """(label suffix, parts, budget bytes, fits) per bar: one per card of a machine with several."""
+    if getattr(row, "multi", False):
+        return [(f" · c{i} {c.name}", c.parts, c.budget, c.fits) for i, c in enumerate(row.cards)]
+    return [("", row.parts, row.budget_bytes, row.fits)]
+
+
 def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
-    """Stacked horizontal bars per card and choice (fit.search.FitRow): every part, the projector's too."""
+    """Stacked horizontal bars per card and choice (fit.search.FitRow): every part, the projector's too;
+    a machine with several cards gets one bar per card, each against its own budget (red mark)."""
     plt = _plt()
     cards = list(dict.fromkeys(r.budget_label for r in rows))
-    heights = [len([r for r in rows if r.budget_label == c]) for c in cards]
+    heights = [sum(len(_bars(r)) for r in rows if r.budget_label == c) for c in cards]
     fig, axes = plt.subplots(len(cards), 1, figsize=(8.5, 1.0 + 0.45 * sum(heights) + 0.6 * len(cards)),
                              sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights})
     for ax, card in zip(axes[:, 0], cards):
-        card_rows = [r for r in rows if r.budget_label == card][::-1]
-        labels = [f"{r.settings.type_k}/{r.settings.type_v}, {short_placement(r.placement)}" for r in card_rows]
-        left = [0.0] * len(card_rows)
+        bars = [(f"{r.settings.type_k}/{r.settings.type_v}, {short_placement(r.placement)}{suffix}", parts, budget, ok)
+                for r in [r for r in rows if r.budget_label == card][::-1] for suffix, parts, budget, ok in _bars(r)[::-1]]
+        labels = [b[0] for b in bars]
+        left = [0.0] * len(bars)
         for label, (part, colour) in BAR_PARTS.items():
-            values = [getattr(r.parts, part) / GIB for r in card_rows]
+            values = [getattr(b[1], part) / GIB for b in bars]
             if part == "projector" and not any(values):
                 continue
             ax.barh(labels, values, left=left, color=colour, label=label, height=0.6)
             left = [a + v for a, v in zip(left, values)]
-        for y, r in enumerate(card_rows):
-            ax.annotate("fits" if r.fits else "does not fit", (left[y], y), xytext=(4, -3), textcoords="offset points",
-                        fontsize=8, color="darkgreen" if r.fits else "crimson")
-        budget = card_rows[0].budget_bytes / GIB
-        ax.axvline(budget, color="crimson", lw=1.5)
-        ax.set_title(f"{card} at n_ctx {n_ctx:,}: budget {budget:.2f} GiB (red line)", fontsize=10)
+        for y, b in enumerate(bars):
+            ax.annotate("fits" if b[3] else "does not fit", (left[y], y), xytext=(4, -3), textcoords="offset points",
+                        fontsize=8, color="darkgreen" if b[3] else "crimson")
+        budgets = {b[2] for b in bars}
+        if len(budgets) == 1:
+            ax.axvline(budgets.pop() / GIB, color="crimson", lw=1.5)
+            title = f"{card} at n_ctx {n_ctx:,}: budget {bars[0][2] / GIB:.2f} GiB (red line)"
+        else:
+            for y, b in enumerate(bars):
+                ax.plot([b[2] / GIB] * 2, [y - 0.4, y + 0.4], color="crimson", lw=1.5)
+            title = f"{card} at n_ctx {n_ctx:,}: one bar per card, each card's budget a red mark"
+        ax.set_title(title, fontsize=10)
         ax.tick_params(axis="y", labelsize=8)
     axes[-1, 0].set_xlabel("memory on the card (GiB): weights, KV and state (theory), compute (llama.cpp dry run)")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=len(labels), bbox_to_anchor=(0.5, 0.965))
-    fig.suptitle(f"{name}: what fits on the card", y=1.0)
+    fig.suptitle(f"{name}: what fits on the card" + ("s" if any(getattr(r, "multi", False) for r in rows) else ""),
+                 y=1.0)
     return _save(fig, out_dir, "budget")
 
 
