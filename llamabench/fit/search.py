@@ -166,11 +166,11 @@ class FitRow:
     host: HostParts = HostParts()
     ram: Budget | None = None  # --ram: the system RAM the host part must fit into
     ram_mode: bool = False  # --cpu-only: the budget is system RAM and holds parts and host alike
-    cards: tuple[CardParts, ...] = ()  # several devices: each card's parts (`parts` is their sum)
+    devices: tuple[CardParts, ...] = ()  # each card's parts, in device order (`parts` is their sum); () with --cpu-only
 
     @property
     def multi(self) -> bool:
-        return len(self.cards) > 1
+        return len(self.devices) > 1
 
     @property
     def budget_label(self) -> str:
@@ -187,7 +187,7 @@ class FitRow:
     @property
     def card_fits(self) -> bool:
         if self.multi:
-            return all(c.fits for c in self.cards)
+            return all(c.fits for c in self.devices)
         return self.card_total <= self.budget.bytes
 
     @property
@@ -202,7 +202,7 @@ class FitRow:
     def short_by(self) -> int:
         """What the card lacks; with several, the most any one card lacks."""
         if self.multi:
-            return max(c.short_by for c in self.cards)
+            return max(c.short_by for c in self.devices)
         return max(0, self.card_total - self.budget.bytes)
 
     @property
@@ -314,7 +314,7 @@ class Fitter:
         parts, host, per_card = self.evaluate_devices(settings, placement, compute,
                                                       projector_device=self.projector_device(budget))
         cards = ()
-        if budget.multi and not self.ram_mode:
+        if not self.ram_mode:
             counts = layer_counts(self.layer_devices(placement), len(per_card))
             cards = tuple(CardParts(c.label, c.bytes, p, k, c.endpoint)
                           for c, p, k in zip(budget.devices, per_card, counts))

@@ -105,7 +105,7 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
     if not rows:
         return FitVerification(error=f"nothing fits {result.budgets[0].label} at n_ctx {result.contexts[0]}, so "
                                      "there is nothing to create")
-    n_local = max(max(len(r.cards), 1) - len(session.remote) for r in rows)
+    n_local = max(max(len(r.devices), 1) - len(session.remote) for r in rows)
     emulated = not session.gpu_build and not session.ram_mode
     with ExitStack() as stack:
         local = [stack.enter_context(emulated_card()) for _ in range(n_local)] if emulated else []
@@ -116,7 +116,7 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
 def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, ...]) -> PlacementCheck:
     p = row.placement
     params = p.params(row.settings, result.n_layer_all).replace(repack=False, n_threads=2)
-    n_devices = max(1, len(row.cards))
+    n_devices = max(1, len(row.devices))
     devices = endpoints[:n_devices]
     job = {"job": "create", "path": session.verify_path, "params": params.to_dict(), "rpc": list(devices) or None}
     events: list[dict] = []
@@ -149,14 +149,14 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
     host = DeviceCheck(HOST, DeviceParts(h.weights, h.kv, h.recurrent, h.compute), alloc.device(HOST))
     if n_devices > 1:
         checks = []
-        for i, (card, endpoint) in enumerate(zip(row.cards, devices)):
+        for i, (card, endpoint) in enumerate(zip(row.devices, devices)):
             c = card.parts
             predicted = DeviceParts(c.weights, c.kv, c.recurrent, c.compute)
             allocated = alloc.device(buffer_name(endpoint))
             low, share = MULTI_COMPUTE_TOLERANCE
             checks.append(DeviceCheck(f"card {i} ({card.name})", predicted, allocated,
                                       compute_tolerance_bytes=max(low, int(predicted.compute * share))))
-        room = [c.budget - c.parts.reserve - c.parts.projector for c in row.cards]
+        room = [c.budget - c.parts.reserve - c.parts.projector for c in row.devices]
         over = tuple(check.name for check, r in zip(checks, room) if check.allocated.total > r)
         return PlacementCheck(**common, devices=(*checks, host), budget=sum(room),
                               card_total=sum(c.allocated.total for c in checks), cards_over_budget=over)

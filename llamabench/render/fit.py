@@ -28,8 +28,8 @@ def fits_text(row: FitRow) -> str:
     if row.fits:
         return "yes"
     if not row.card_fits and row.multi:
-        worst = max(range(len(row.cards)), key=lambda i: row.cards[i].short_by)
-        return f"no (c{worst} {_short(row.cards[worst].short_by)})"
+        worst = max(range(len(row.devices)), key=lambda i: row.devices[i].short_by)
+        return f"no (c{worst} {_short(row.devices[worst].short_by)})"
     if not row.card_fits:
         return f"no ({_short(row.short_by)})"
     return f"RAM no ({_short(row.ram_short_by)})"
@@ -71,7 +71,7 @@ def card_fields(n_cards: int, *, views=frozenset({"table"})) -> tuple[Field, ...
     out: list[Field] = []
     for i in range(n_cards):
         def card(r, i=i):
-            return r.cards[i] if i < len(r.cards) else None
+            return r.devices[i] if i < len(r.devices) else None
         out += [
             Field(f"card{i}_layers", f"c{i} layers", lambda r, c=card: c(r) and c(r).layers, align="r", views=views),
             Field(f"card{i}_weights_bytes", f"c{i} weights", lambda r, c=card: c(r) and c(r).parts.weights, _gib,
@@ -99,12 +99,12 @@ def cards_line(rows: list[FitRow]) -> str:
     row = rows[0]
     names = ", ".join(f"c{i} = {c.name}" + (f" ({_gib(c.budget)} GiB free, remote)" if c.endpoint else "")
                       + (f", reserve {c.parts.reserve / MIB:.0f} MiB" if c.parts.reserve else "")
-                      for i, c in enumerate(row.cards))
+                      for i, c in enumerate(row.devices))
     return f"cards in device order: {names}; c0 layers come first, the last card holds the output layer"
 
 
 def _rows_table(result: FitResult, rows: list[FitRow], fmt: str) -> str:
-    n_cards = max(len(r.cards) for r in rows)
+    n_cards = max(len(r.devices) for r in rows)
     if n_cards > 1:
         return cards_line(rows) + "\n" + table(rows, multi_fields(result, n_cards), fmt)
     return table(rows, row_fields(result, projector=any(r.parts.projector for r in rows)), fmt)
@@ -173,7 +173,7 @@ def _groups(result: FitResult):
 
 def render_text(result: FitResult, fmt: str = "text") -> str:
     if fmt == "csv":
-        n_cards = max((len(r.cards) for r in result.rows), default=0)
+        n_cards = max((len(r.devices) for r in result.rows), default=0)
         fields = row_fields(result, projector=True) + (card_fields(n_cards, views=frozenset()) if n_cards > 1 else ())
         return table(result.rows, fields, "csv")
     out = [f"{result.model_name} ({result.architecture}): fit at n_ctx {', '.join(map(str, result.contexts))}"
@@ -234,7 +234,13 @@ def render_verification(v: FitVerification) -> str:
         extra = f", process RSS grew {check.rss_delta / MIB:.2f} MiB" if check.rss_delta is not None else ""
         if check.gpu_delta is not None:
             extra += f", GPU memory used grew {check.gpu_delta / MIB:.2f} MiB (NVML)"
-        out.append(f"on the card: {check.card_total / MIB:.2f} MiB of a {check.budget / MIB:.2f} MiB budget "
-                   f"(after the reserve): {'within' if check.within_budget else 'OVER'}{extra}; "
-                   + ("prediction matches" if check.ok else "prediction MISSED"))
+        cards = sum(1 for d in check.devices if d.name.startswith("card "))
+        where = f"on the {cards} cards" if cards > 1 else "on the card"
+        state = ("within" if check.within_budget else
+                 f"OVER on {', '.join(check.cards_over_budget)}" if check.cards_over_budget else "OVER")
+        out.append(f"{where}: {check.card_total / MIB:.2f} MiB of a {check.budget / MIB:.2f} MiB budget "
+                   f"(after the reserve{'s, each card against its own' if cards > 1 else ''}): {state}{extra}; "
+                   + ("prediction matches" if check.ok else "prediction MISSED")
+                   + ("; compute per card within 3% or 5 MiB (llama.cpp's no_alloc projection keeps its first "
+                      "prompt-graph reservation)" if cards > 1 else ""))
     return "\n".join(out)

@@ -75,7 +75,7 @@ def kv_vs_context(out_dir: Path, name: str, curve: tuple[KvPoint, ...], comparis
 def _bars(row) -> list[tuple[str, object, int, bool]]:
     """(label suffix, parts, budget bytes, fits) per bar: one per card of a machine with several."""
     if getattr(row, "multi", False):
-        return [(f" · c{i} {c.name}", c.parts, c.budget, c.fits) for i, c in enumerate(row.cards)]
+        return [(f" · c{i} {c.name}", c.parts, c.budget, c.fits) for i, c in enumerate(row.devices)]
     return [("", row.parts, row.budget_bytes, row.fits)]
 
 

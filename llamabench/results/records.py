@@ -172,9 +172,23 @@ class FitRecord(Record):
                     "row": self.fit.rows.index(best) if best else None,
                     "total_bytes": best.parts.total if best else None,
                     "host_bytes": best.host.total if best else None,
+                    "devices": _devices(best) if best else None,
                     "runtime": str(self.fit.runtime.runtime),
                     "command": run_line(self.fit, best) if best else None})
         return {"ok": self.ok, "recommendations": recommendations}
+
+
+def _devices(row) -> list[dict]:
+    """A fit row's parts per device for scripts: each card in device order, then the host."""
+    out = [{"name": c.name, "endpoint": c.endpoint, "budget_bytes": c.budget, "layers": c.layers,
+            "weights_bytes": c.parts.weights, "kv_bytes": c.parts.kv, "recurrent_bytes": c.parts.recurrent,
+            "compute_bytes": c.parts.compute, "reserve_bytes": c.parts.reserve, "projector_bytes": c.parts.projector,
+            "total_bytes": c.parts.total, "fits": c.fits} for c in row.devices]
+    h = row.host
+    out.append({"name": "system RAM", "weights_bytes": h.weights, "kv_bytes": h.kv, "recurrent_bytes": h.recurrent,
+                "compute_bytes": h.compute, "projector_bytes": h.projector, "prompt_cache_bytes": h.prompt_cache,
+                "checkpoints_bytes": h.checkpoints, "total_bytes": h.total})
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,231 @@
+"""Several cards and several machines: llama.cpp's layer split, the -ts search, and the answer created for real.
+
+The pure part checks the layer split against llama.cpp's rule (and the issue's measured numbers), the
+schema's spellings (--vram 24GiB+12GiB, --reserve A+B, -ts, -sm, --rpc) and the search on fake compute.
+The real part creates the fit's answer on 2 and 3 emulated cards (one RPC server each on 127.0.0.1):
+card by card, weights, KV and recurrent state must equal the prediction to llama.cpp's printed 0.01
+MiB, compute to 3% or 5 MiB; and the printed llama-server line, started by llama.cpp's own
+llama-server over ggml-rpc-servers, must allocate the same, card by card.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+import llamabench as lb
+from llamabench.allocations import HOST, PRINTED_TOLERANCE_BYTES
+from llamabench.cli import main
+from llamabench.errors import UsageError
+from llamabench.fit.advice import llama_server_command
+from llamabench.fit.probe import buffer_name
+from llamabench.fit.search import ComputeSplit, Fitter, Placement, PlacementKind
+from llamabench.layer_split import layer_counts, layer_devices
+from llamabench.llama import rpc
+from llamabench.llama.server import rpc_server, run_printed_command, tools_dir
+from llamabench.params import Params, budget, endpoints, parse_value, reserve, split_mode, tensor_split
+from llamabench.units import GIB, MIB
+
+TOOLS = tools_dir()
+needs_rpc = pytest.mark.skipif(not rpc.available(), reason="llama-cpp-python was built without the RPC backend")
+needs_tools = pytest.mark.skipif(
+    TOOLS is None, reason="llama.cpp's llama-server and ggml-rpc-server are not built: run "
+    "../shared/tools/build_llama_tools.sh (or set LLAMABENCH_LLAMA_TOOLS to their bin folder)")
+
+
+# the layer split -------------------------------------------------------------------------------
+def test_the_split_measured_on_two_cards():
+    """The issue's 24-layer GGUF: -ts 1,1 gave KV 52 / 44 MiB (13 / 11 of 24 layers), -ts 3,1 76 / 20."""
+    even = layer_devices(24, 25, (1.0, 1.0))
+    assert layer_counts(even[:24], 2) == (13, 11) and even[24] == 1  # the output layer on the last card
+    uneven = layer_devices(24, 25, (3.0, 1.0))
+    assert layer_counts(uneven[:24], 2) == (19, 5)
+
+
+def test_whole_layer_counts_put_exactly_that_many_layers_on_each_card():
+    """What fit prints as -ts: llama.cpp's float32 split points land between the layers, never off by one."""
+    rng = random.Random(7)
+    for _ in range(400):
+        n_layer = rng.randint(1, 120)
+        n_devices = rng.randint(1, 6)
+        ngl = rng.randint(1, n_layer + 1)
+        cuts = sorted(rng.randint(0, ngl) for _ in range(n_devices - 1))
+        counts = tuple(b - a for a, b in zip([0, *cuts], [*cuts, ngl]))
+        if not any(counts):
+            continue
+        devices = layer_devices(n_layer, ngl, tuple(float(c) for c in counts))
+        assert layer_counts(devices, n_devices) == counts, (n_layer, ngl, counts)
+        assert devices[:n_layer + 1 - ngl] == (None,) * (n_layer + 1 - ngl)  # the first layers stay on the CPU
+
+
+def test_the_schema_spells_devices_as_llama_cpp_does():
+    b = budget("24GiB+12GiB")
+    assert [c.bytes for c in b.devices] == [24 * GIB, 12 * GIB] and b.bytes == 36 * GIB and b.label == "24GiB+12GiB"
+    assert [x.label for x in parse_value("vram", "16GiB,12GiB+12GiB", listed=True)] == ["16GiB", "12GiB+12GiB"]
+    assert reserve("512MiB+1GiB") == (512 * MIB, GIB) and reserve("256MiB") == 256 * MIB
+    assert tensor_split("3,1") == tensor_split("3/1") == (3.0, 1.0)
+    assert endpoints("10.0.0.2:50052,gpu-box:50053") == ("10.0.0.2:50052", "gpu-box:50053")
+    for bad, parse in (("24GiB+", budget), ("0,0", tensor_split), ("x", tensor_split), ("host", endpoints),
+                       ("h:99999", endpoints), ("fast", split_mode)):
+        with pytest.raises(UsageError):
+            parse(bad)
+    with pytest.raises(UsageError, match="row split"):
+        split_mode("row")
+
+
+# the search, on fake compute -------------------------------------------------------------------
+def fitter(compute_per_card: int = 64 * MIB, **kw):
+    from test_fit_search import GEOMETRY, N_LAYER, tensors  # an 8-layer MoE: 210 MiB a layer, a 100 MiB output
+    from llamabench.weights import breakdown
+
+    def compute(p: Params) -> ComputeSplit:
+        n = max(1, len(p.tensor_split))
+        return ComputeSplit(card=n * compute_per_card, host=8 * MIB, cards=(compute_per_card,) * n)
+
+    return Fitter(GEOMETRY, breakdown(tensors(False), N_LAYER, set(), basis="test"), compute,
+                  reserve=kw.pop("reserve", 0), **kw)
+
+
+def best_brute_force(f: Fitter, b, s: Params, placement: Placement) -> int:
+    """The largest max n_ctx of any split in device order."""
+    n_layers = len(f.layer_costs(s, placement))
+    best = 0
+    for k in range(n_layers + 1):
+        p = placement.with_split((k, n_layers - k))
+        if f._row_of(b, s, p).card_fits:
+            best = max(best, f.max_n_ctx(b, s, p))
+    return best
+
+
+@pytest.mark.parametrize("cards", ["1100MiB+1100MiB", "1536MiB+768MiB", "800MiB+1400MiB", "1300MiB+900MiB"])
+def test_the_searched_split_holds_as_much_context_as_any(cards):
+    f, b, s = fitter(), budget(cards), Params(n_ctx=4096)
+    row = f.rows(b, s)[0]
+    assert row.placement.kind is PlacementKind.ALL and len(row.placement.split) == 2
+    assert row.card_fits and all(c.parts.total <= c.budget for c in row.devices)
+    assert sum(row.placement.split) == f.n_layer_all + 1
+    assert row.max_n_ctx == best_brute_force(f, b, s, Placement(PlacementKind.ALL))
+
+
+def test_each_card_carries_its_own_reserve_and_its_own_budget():
+    f, b = fitter(reserve=(100 * MIB, 300 * MIB)), budget("1500MiB+1GiB")
+    row = f.rows(b, Params(n_ctx=4096))[0]
+    assert [c.parts.reserve for c in row.devices] == [100 * MIB, 300 * MIB]
+    assert [c.budget for c in row.devices] == [1500 * MIB, GIB]
+    assert row.parts.total == sum(c.parts.total for c in row.devices)
+
+
+def test_cards_too_small_move_layers_off_with_a_split_of_the_rest():
+    f, b = fitter(), budget("700MiB+500MiB")
+    rows = f.rows(b, Params(n_ctx=4096))
+    assert not rows[0].card_fits
+    ngl = rows[-1]
+    assert ngl.placement.kind is PlacementKind.NGL and ngl.card_fits
+    assert sum(ngl.placement.split) == ngl.placement.value  # the offloaded layers, and only they, are split
+    one_more = f.placed(b, Params(n_ctx=4096), Placement(PlacementKind.NGL, ngl.placement.value + 1))
+    assert not f._row_of(b, Params(n_ctx=4096), one_more).card_fits
+
+
+# the answer created for real -------------------------------------------------------------------
+def assert_per_card(verification) -> None:
+    assert verification.ok, verification
+    for check in verification.placements:
+        cards = [d for d in check.devices if d.name.startswith("card ")]
+        assert len(cards) >= 2
+        for dev in check.devices:
+            for part in ("weights", "kv", "recurrent"):
+                assert abs(getattr(dev.allocated, part) - getattr(dev.predicted, part)) <= PRINTED_TOLERANCE_BYTES, \
+                    (dev.name, part)
+            assert abs(dev.allocated.compute - dev.predicted.compute) <= max(5 * MIB, 0.03 * dev.predicted.compute)
+
+
+@pytest.mark.slow
+@needs_rpc
+def test_gemma_on_two_uneven_cards_is_created_card_by_card(gemma):
+    record = lb.fit(str(gemma), vram="300MiB+200MiB", n_ctx=16384, type_k="f16", type_v="f16", reserve=0,
+                    tensor_split="3,1", n_gpu_layers=[12], verify=True)
+    row = record.fit.rows[0]
+    assert row.placement.split == (9, 3)  # -ts 3,1 of 12 offloaded layers, as whole layers
+    assert_per_card(record.verify)
+    assert row.devices[1].parts.weights > 170 * MIB  # the last card holds the output layer (tied: token_embd again)
+
+
+@pytest.mark.slow
+@needs_rpc
+def test_a_qwen35_twin_with_experts_on_three_cards_is_created_card_by_card():
+    record = lb.fit("qwen3-5-35b-a3b", vram="200MiB+150MiB+300MiB", n_ctx=16384, type_k="f16", type_v="f16",
+                    reserve=0, verify=True)
+    best = record.fit.recommended("200MiB+150MiB+300MiB", 16384)
+    assert best is not None and len(best.placement.split) == 3 and len(set(best.placement.split)) == 3
+    assert_per_card(record.verify)
+    assert any(c.parts.recurrent for c in best.devices)  # DeltaNet state on the cards with their layers
+
+
+@pytest.mark.slow
+@needs_rpc
+def test_experts_in_ram_over_three_cards_with_an_uneven_split():
+    record = lb.fit("qwen3-5-35b-a3b", vram="1GiB+1GiB+1GiB", n_ctx=8192, type_k="q8_0", type_v="q8_0",
+                    reserve=0, n_cpu_moe=[20], tensor_split="1,2,1", verify=True)
+    assert record.fit.rows[0].placement.split == (11, 20, 10)  # split points 41 x 0.25 and 41 x 0.75
+    assert_per_card(record.verify)
+
+
+@pytest.mark.slow
+@needs_rpc
+@needs_tools
+@pytest.mark.parametrize("model, vram", [("gemma", "300MiB+200MiB"), ("qwen3-5-35b-a3b", "200MiB+150MiB+300MiB")])
+def test_the_printed_llama_server_line_allocates_the_fit_card_by_card(model, vram, request):
+    path = str(request.getfixturevalue("gemma")) if model == "gemma" else model
+    record = lb.fit(path, vram=vram, n_ctx=16384, type_k="f16", type_v="f16", reserve=0, verify=model != "gemma")
+    row = record.fit.recommended(vram, 16384)
+    command = llama_server_command(record.fit, row)
+    assert f"-ts {','.join(map(str, row.placement.split))}" in command
+    if model != "gemma":  # a twin: the file llama.cpp loads is the twin the verify ran on
+        command = command.replace(record.fit.model_hint, record.model.path or record.fit.model_hint)
+        from llamabench.source import resolve
+        command = command.replace("qwen3-5-35b-a3b-twin.gguf", str(resolve(model).gguf_for_llama()))
+    from contextlib import ExitStack
+    with ExitStack() as stack:
+        cards = [stack.enter_context(rpc_server(TOOLS)) for _ in row.devices]
+        run = run_printed_command(command, TOOLS, rpc=cards, extra=("-nr",))
+    assert run.ready, run.log[-2000:]
+    for card, endpoint in zip(row.devices, cards):
+        got = run.allocations.device(buffer_name(endpoint))
+        for part in ("weights", "kv", "recurrent"):
+            assert abs(getattr(got, part) - getattr(card.parts, part)) <= PRINTED_TOLERANCE_BYTES, (endpoint, part)
+        assert abs(got.compute - card.parts.compute) <= max(5 * MIB, 0.03 * card.parts.compute), endpoint
+    host = run.allocations.device(HOST)
+    assert abs(host.weights - row.host.weights) <= PRINTED_TOLERANCE_BYTES
+    assert abs(host.kv - row.host.kv) <= PRINTED_TOLERANCE_BYTES
+
+
+# the command line ------------------------------------------------------------------------------
+def test_fit_json_rows_carry_each_device_then_the_host(capsys, gemma):
+    assert main(["fit", str(gemma), "--vram", "400MiB+300MiB", "--ctx", "4096", "-ctk", "f16", "-ctv", "f16",
+                 "--reserve", "0", "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    row = data["fit"]["rows"][0]
+    assert [d["name"] for d in row["devices"]] == ["400MiB", "300MiB"]
+    devices = data["summary"]["recommendations"][0]["devices"]
+    assert [d["name"] for d in devices] == ["400MiB", "300MiB", "system RAM"]
+    assert "-ts " in data["summary"]["recommendations"][0]["command"]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--vram", "8GiB+8GiB", "-ts", "1,1,1"], "-ts gives 3 proportions, but 8GiB+8GiB has 2 devices"),
+    (["--vram", "8GiB+8GiB", "--reserve", "1GiB+1GiB+1GiB"], "--reserve gives 3 sizes"),
+    (["-sm", "row"], "row split"),
+    (["-mg", "1"], "-mg picks the device of -sm none"),
+    (["--vram", "8GiB", "-sm", "none", "-mg", "2"], "-mg 2: 8GiB has 1 device"),
+    (["--rpc", "127.0.0.1:1"], "--rpc 127.0.0.1:1: no ggml-rpc-server can be reached there"),
+])
+def test_device_mistakes_are_one_line(argv, says, capsys):
+    try:
+        code = main(["fit", "qwen3-5-35b-a3b", "--ctx", "4096", *argv])
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code != 0 and says in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2
