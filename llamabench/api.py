@@ -23,10 +23,12 @@ from typing import Any, Callable
 from . import catalog, paths, serial, speed, sysinfo
 from .bench import runner
 from .bench.measure import Measurement, WeightsBasis, roofline as roofline_block, theory
-from .errors import LlamabenchError, UsageError
+from .errors import EngineError, LlamabenchError, UsageError
 from .fit.job import FitSession, with_remote_hosts
 from .fit.search import Placement, PlacementKind
 from .fit.verify import verify_fit
+from .fit.probe import buffer_name
+from .llama import engine, rpc as rpc_mod
 from .footprint import compute_footprint, kv_curve
 from .inspection import inspect as inspect_metadata
 from .layout import geometry_from_metadata
@@ -259,7 +261,8 @@ def _split_mode_budgets(budgets: list[Budget], split_mode: str, main_gpu: int) -
 # bench -----------------------------------------------------------------------------------------
 BENCH_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_gpu_layers", "n_cpu_moe", "n_batch", "n_ubatch",
                 "n_threads", "repack", "poll", "cpu_mask", "cpu_strict", "prio")
-BENCH_LISTS = tuple(n for n in BENCH_PARAMS if n != "prio")
+BENCH_PARAMS += ("tensor_split", "split_mode", "main_gpu")
+BENCH_LISTS = tuple(n for n in BENCH_PARAMS if n not in ("prio", "tensor_split", "split_mode", "main_gpu"))
 BENCH_TESTS = ("n_prompt", "n_gen", "n_depth")
 
 
@@ -291,14 +294,16 @@ class BenchRun:
 
 def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=None, results: PathLike | None = None,
           resume: bool = False, dry_run: bool = False, on_event: Callable[[str, dict], None] | None = None,
-          **params) -> BenchRun:
+          rpc=None, **params) -> BenchRun:
     """Real llama.cpp contexts, one child process per configuration: what each allocates, and ppN / tgN @ dD t/s.
 
     Every list expands (llama-bench's sweep); every test is appended to `results` (default
     reports/local/<label>/bench.jsonl) as soon as it is measured; a failed configuration is recorded
-    with llama.cpp's reason and the sweep goes on; `resume` skips what `results` already holds.
+    with llama.cpp's reason and the sweep goes on; `resume` skips what `results` already holds. `rpc=
+    "HOST:PORT,..."` spreads the model over ggml-rpc-servers too, as llama-bench --rpc (RPC devices first).
     """
     values = _values(params, BENCH_PARAMS, BENCH_LISTS)
+    hosts = parse_value("rpc", rpc, listed=False) if rpc not in (None, "", ()) else ()
     tests_values = _values({"n_prompt": n_prompt, "n_gen": n_gen, "n_depth": n_depth}, BENCH_TESTS, BENCH_TESTS)
     reps = parse_value("repetitions", repetitions, listed=False) if repetitions is not None else SCHEMA["repetitions"].default
     values["n_threads"] = tuple(dict.fromkeys(n or sysinfo.physical_cores() for n in values["n_threads"]))  # 0: cores
@@ -317,6 +322,10 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
     if dry_run:
         return plan
     jsonl.check_destination(target)  # before the first measurement, not after it
+    for host in hosts:
+        if why := rpc_mod.reachable(host):
+            raise EngineError(f"--rpc {host}: no ggml-rpc-server can be reached there ({why})")
+    devices = tuple(buffer_name(h) for h in hosts) + tuple(engine.gpu_devices())
     done: set[tuple[Params, BenchTest]] = set()
     if resume:
         done = {(r.params, r.test) for r in read_records(target).records
@@ -337,22 +346,22 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
         fp, error = theory(geometry, m.params)
         record = BenchRecord.of(model_ref, m, footprint=fp, theory_error=error, machine=machine, versions=versions,
                                 roofline=None)
-        record = replace(record, roofline=roofline_block(geometry, basis, m.params, m.test, record.avg_ts,
-                                                         peak.peak_gbps))
+        record = replace(record, devices=devices, roofline=roofline_block(geometry, basis, m.params, m.test,
+                                                                          record.avg_ts, peak.peak_gbps))
         written.append(append(target, record))
 
     if on_event:
         on_event("plan", {"tests": len(configurations) * len(tests) - len(done & {(p, t) for p in configurations
                                                                                   for t in tests})})
     outcome = runner.run_sweep(str(path), configurations, tests, reps, save=save,
-                               done=lambda p, t: (p, t) in done, on_event=on_event)
+                               done=lambda p, t: (p, t) in done, on_event=on_event, rpc=list(hosts) or None)
     return replace(plan, records=tuple(written), skipped=outcome.skipped, interrupted=outcome.interrupted)
 
 
 # roofline --------------------------------------------------------------------------------------
 def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None, bw_eff=None, compute_eff=None,
              calibrate: PathLike | None = None, quant: str | None = None, results: PathLike | None = None,
-             **params) -> RooflineRecord:
+             tensor_split=None, link=None, link_ms=None, **params) -> RooflineRecord:
     """Predicted decode t/s at depths up to n_ctx from the bytes each token reads, beside the same model as full
     GQA: on a named card, a bandwidth, or calibrated on two measured depths of a bench results file."""
     values = _values(params, ("n_ctx", "type_k", "type_v"))
@@ -365,6 +374,7 @@ def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None
     p = params_from(values)
     measured: dict[int, float] = {}
     offset = 0
+    split = None
     if calibrate:
         if not Path(calibrate).is_file():
             raise UsageError(f"{calibrate}: no such results file to calibrate on")
@@ -373,7 +383,10 @@ def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None
         eff = {k: parse_value(n, v, listed=False) for k, n, v in (("bandwidth_efficiency", "bw_eff", bw_eff),
                                                                   ("compute_efficiency", "compute_eff", compute_eff))
                if v is not None}
-        model_ = speed.model_for_card(speed.card(card), **eff)
+        cards = [speed.card(c.strip()) for c in str(card).split("+")]
+        model_ = speed.model_for_card(cards[0], **eff)
+        if len(cards) > 1:
+            split = _split_speed(meta, geometry, p, cards, eff, scale, tensor_split, link, link_ms)
     elif bandwidth:
         bw = parse_value("bandwidth", bandwidth, listed=False)
         bw_e = parse_value("bw_eff", bw_eff, listed=False) if bw_eff else speed.BANDWIDTH_EFFICIENCY
@@ -384,6 +397,8 @@ def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None
                                                                else ", attention compute not limiting"))
     else:
         raise UsageError("give card=NAME (--card), bandwidth=GB/s (--bandwidth) or calibrate=FILE (--calibrate)")
+    if (tensor_split or link or link_ms) and split is None:
+        raise UsageError("-ts, --link and --link-ms describe several cards: give them as --card A+B")
     depths = sorted({0, *(p.n_ctx * f // 16 for f in (1, 2, 4, 8, 16)), *measured})
     rows = []
     for d in depths:
@@ -391,10 +406,49 @@ def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None
         gqa = speed.token_cost(geometry, p, active, d + offset, as_full_gqa=True)
         rows.append(RooflineRow(d, ours.total_bytes, ours.kv_bytes, ours.recurrent_bytes,
                                 model_.tokens_per_second(ours), gqa.total_bytes, model_.tokens_per_second(gqa),
-                                measured.get(d)))
+                                measured.get(d), split.tokens_per_second(d + offset) if split else None))
     record = RooflineRecord(model=source.model_block(geometry.architecture), params=p, speed_model=model_,
-                            weights_read_per_token=active, weights_basis=weights_basis, rows=tuple(rows))
+                            weights_read_per_token=active, weights_basis=weights_basis, rows=tuple(rows),
+                            split_basis=split.basis if split else None)
     return _save(results, record)
+
+
+@dataclass(frozen=True)
+class _SplitSpeed:
+    costs: Callable[[int], dict]
+    devices: tuple
+    models: tuple
+    link: speed.Link
+    n_embd: int
+    basis: str
+
+    def tokens_per_second(self, depth: int) -> float:
+        return 1.0 / speed.split_seconds(self.costs(depth), self.devices, self.models, self.link, self.n_embd)[0]
+
+
+def _split_speed(meta, geometry, p: Params, cards, eff: dict, scale, tensor_split, link, link_ms) -> _SplitSpeed:
+    """Decode over several cards: llama.cpp's layer split (-ts, else by each card's memory as llama.cpp splits
+    by free memory), each card at its own bandwidth, the activations over the link between them."""
+    from .layer_split import layer_counts, layer_devices
+
+    props = parse_value("tensor_split", tensor_split, listed=False) if tensor_split else tuple(
+        float(c.vram_gib) for c in cards)
+    if len(props) != len(cards):
+        raise UsageError(f"-ts gives {len(props)} proportions for {len(cards)} cards")
+    weights, _ = speed.weights_per_token(meta, geometry, scale_to_bytes=scale)
+    devices = layer_devices(weights.n_layer, weights.n_layer + 1, props)
+    gbps = parse_value("link", link, listed=False) if link else speed.PCIE_LINK_GBPS
+    ms = parse_value("link_ms", link_ms, listed=False) if link_ms else 0.0
+    models = tuple(speed.model_for_card(c, **eff) for c in cards)
+    used, count = meta.arch_count("expert_used_count"), meta.arch_count("expert_count")
+    counts = layer_counts(devices, len(cards))
+    basis = (f"split over {' + '.join(c.name for c in cards)}, layers {' / '.join(map(str, counts))} (-ts "
+             f"{','.join(f'{x:g}' for x in props)}); each card reads its layers' bytes at its own bandwidth, one after "
+             f"another; each hop moves {geometry.n_embd * speed.ACTIVATION_BYTES:,} B of activations over a "
+             f"{gbps:g} GB/s link" + (f" + {ms:g} ms" if ms else "") + (" (--link; default PCIe 4.0 x16 at half "
+                                                                         "its peak)" if not link else " (--link)"))
+    return _SplitSpeed(lambda d: speed.layer_token_costs(geometry, p, weights, used, count, d), devices, models,
+                       speed.Link(gbps * 1e9, ms / 1e3, basis), geometry.n_embd, basis)
 
 
 def _weights_source(source: ModelSource, quant: str):

@@ -263,6 +263,16 @@ def rpc_endpoints(rpc) -> tuple[str, ...]:
     return (rpc,) if isinstance(rpc, str) else tuple(rpc)
 
 
+def nonneg_float(text) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"'{text}' is not a number") from None
+    if not 0 <= value < 1e9:
+        raise UsageError(f"{text} must be a number from 0 up")
+    return value
+
+
 def positive_float(text) -> float:
     try:
         value = float(text)
@@ -490,6 +500,10 @@ _OPTIONS = (
     _p("card", ["--card"], text, None, "a card from the speed table"),
     _p("bandwidth", ["--bandwidth"], positive_float, None, "memory bandwidth in GB/s (instead of --card)"),
     _p("tflops", ["--tflops"], positive_float, None, "FP32 TFLOPS with --bandwidth (default: bytes only)"),
+    _p("link", ["--link"], positive_float, None, "several cards (--card A+B): GB/s of the link between them "
+       "(default 16, PCIe 4.0 x16 at half its peak; 1.25 for 10 GbE to an RPC host)"),
+    _p("link_ms", ["--link-ms"], nonneg_float, 0.0, "several cards: latency per hop in ms (0 on PCIe; a network "
+       "round trip, e.g. 0.2, to an RPC host)"),
     _p("bw_eff", ["--bw-eff"], positive_float, None, "bandwidth efficiency (default 0.70)"),
     _p("compute_eff", ["--compute-eff"], positive_float, None, "compute efficiency (default 0.30)"),
     _p("compare", ["--compare"], text, (), "catalog ids to draw beside the model in the KV plot", metavar="ID"),
@@ -551,7 +565,13 @@ def expand(values: Mapping[str, Iterable], base: Params | None = None) -> list[P
     get_cmd_params_instances): the one place a sweep expands."""
     base = base or Params()
     names = [n for n in CONTEXT_PARAMS if n in values]
-    lists = [tuple(values[n]) if isinstance(values[n], (list, tuple)) else (values[n],) for n in names]
+    def alternatives(name: str) -> tuple:
+        value = values[name]
+        if SCHEMA[name].parse is tensor_split and (not value or not isinstance(value[0], (list, tuple))):
+            return (tuple(value),)  # one -ts is one value (a tuple of proportions), not a list of them
+        return tuple(value) if isinstance(value, (list, tuple)) else (value,)
+
+    lists = [alternatives(n) for n in names]
     return [base.replace(**dict(zip(names, combo))) for combo in itertools.product(*lists)]
 
 

@@ -195,3 +195,60 @@ def tg_groups(records) -> list[list]:
             groups.setdefault(key, {})[r.test.depth] = r  # the newest per depth
     ordered = [[g[d] for d in sorted(g)] for g in groups.values()]
     return sorted(ordered, key=len, reverse=True)
+
+
+# several cards: the layer split's decode time ---------------------------------------------------
+PCIE_LINK_GBPS = 16.0  # stated default between cards of one machine: PCIe 4.0 x16 (32 GB/s peak) at half
+ACTIVATION_BYTES = 4  # f32: what crosses a device boundary per token and embedding element
+
+
+@dataclass(frozen=True)
+class Link:
+    """The link a token's activations cross between two consecutive devices."""
+
+    bandwidth: float  # bytes/s
+    latency_s: float = 0.0  # per hop: a network round trip for an RPC host
+    basis: str = ""
+
+
+def layer_token_costs(geometry: ModelGeometry, settings: Params, weights: WeightsBreakdown, expert_used: int,
+                      expert_count: int, depth: int) -> dict[int, TokenCost]:
+    """What the token decoded at `depth` reads per layer (index n_layer: the output layer), as `token_cost`
+    counts it for the whole model: each layer's active weights, KV rows and recurrent state."""
+    share = expert_used / expert_count if expert_count else 1.0
+    head_dims = _head_dims(geometry)
+    state = 2 * (geometry.recurrent_r_width + geometry.recurrent_s_width) * cache_types.F32_BYTES
+    out: dict[int, TokenCost] = {}
+    cached = {layer.index: layer for layer in geometry.cached_layers}
+    recurrent = {layer.index for layer in geometry.recurrent_layers}
+    for il in range(weights.n_layer):
+        w = sum(round(n * share) if cls == "routed_experts" else n for cls, n in weights.per_layer.get(il, {}).items())
+        kv = flops = 0
+        if il in cached:
+            layer = cached[il]
+            cells = min(depth, geometry.n_swa) if layer.kind is LayerKind.SWA else depth
+            kv = (cache_types.row_bytes(settings.type_k, layer.k_width)
+                  + (cache_types.row_bytes(settings.type_v, layer.v_width) if layer.v_width else 0)) * cells
+            flops = 4 * head_dims * cells
+        out[il] = TokenCost(depth, w, kv, state if il in recurrent else 0, flops)
+    out[weights.n_layer] = TokenCost(depth, weights.global_bytes.get("output", 0) + weights.tied_output_bytes, 0, 0, 0)
+    return out
+
+
+def split_seconds(costs: dict[int, TokenCost], devices: tuple[int | None, ...], models: tuple[SpeedModel, ...],
+                  link: Link, n_embd: int) -> tuple[float, tuple[float, ...]]:
+    """Seconds per decoded token over a layer split (`layer_split.layer_devices`), and each card's share.
+
+    A decoded token passes the cards one after another (pipeline parallelism overlaps only the ubatches of a
+    prompt): each card reads its own layers' bytes at its own bandwidth, and each hop from one device to
+    the next moves the token's activations (n_embd f32) over the link and pays its latency.
+    """
+    per_card = [0.0] * len(models)
+    for il, cost in costs.items():
+        d = devices[il] if il < len(devices) else None
+        if d is not None:
+            per_card[d] += models[d].seconds(cost)
+    used = [d for d in dict.fromkeys(x for x in devices if x is not None)]
+    hops = max(0, len(used) - 1)
+    transfer = hops * (n_embd * ACTIVATION_BYTES / link.bandwidth + link.latency_s)
+    return sum(per_card) + transfer, tuple(per_card)

@@ -229,3 +229,52 @@ def test_device_mistakes_are_one_line(argv, says, capsys):
     err = capsys.readouterr().err
     assert code != 0 and says in err and "Traceback" not in err
     assert len(err.strip().splitlines()) <= 2
+
+
+# bench over RPC hosts, and the roofline of a split -----------------------------------------------
+@pytest.mark.slow
+@needs_rpc
+def test_bench_rpc_spreads_the_model_and_names_every_device(gemma, tmp_path):
+    from contextlib import ExitStack
+    with ExitStack() as stack:
+        hosts = [stack.enter_context(rpc.emulated_card()) for _ in range(2)]
+        run = lb.bench(str(gemma), n_ctx=4096, n_gpu_layers=99, tensor_split="3,1", n_prompt=16, n_gen=4,
+                       repetitions=1, repack=False, rpc=",".join(hosts), results=tmp_path / "r.jsonl")
+    assert run.records and all(r.ok for r in run.records)
+    record = run.records[0]
+    assert record.devices == tuple(f"RPC0[{h}]" for h in hosts)
+    kv = record.allocations.kv_buffers_mib
+    assert kv[f"RPC0[{hosts[0]}]"] > kv[f"RPC0[{hosts[1]}]"] > 0  # -ts 3,1: most layers on the first host
+
+
+def test_bench_rpc_to_nothing_is_one_line(capsys):
+    code = main(["bench", "qwen3-5-35b-a3b", "-c", "1024", "-p", "8", "-n", "0", "--rpc", "127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code != 0 and "--rpc 127.0.0.1:1: no ggml-rpc-server can be reached there" in err
+    assert "Traceback" not in err
+
+
+def test_the_roofline_of_a_split_adds_each_card_and_each_hop():
+    from llamabench import speed
+    from llamabench.source import resolve
+    src = resolve("qwen3-30b-a3b")
+    meta, geometry = src.llama_metadata, src.llama_geometry()
+    weights, active = speed.weights_per_token(meta, geometry)
+    p = Params(n_ctx=8192)
+    costs = speed.layer_token_costs(geometry, p, weights, meta.arch_count("expert_used_count"),
+                                    meta.arch_count("expert_count"), 4096)
+    whole = speed.token_cost(geometry, p, active, 4096)
+    assert sum(c.total_bytes for c in costs.values()) == pytest.approx(whole.total_bytes, rel=1e-6)
+    fast, slow = speed.model_for_card(speed.card("rtx-4090")), speed.model_for_card(speed.card("rtx-3060-12gb"))
+    link = speed.Link(1.25e9, 0.2e-3)
+    one_card = layer_devices(weights.n_layer, weights.n_layer + 1, (1.0, 0.0))
+    alone, _ = speed.split_seconds(costs, one_card, (fast, slow), link, geometry.n_embd)
+    assert alone == pytest.approx(fast.seconds(whole), rel=1e-6)  # no hop, no second card
+    halves = layer_devices(weights.n_layer, weights.n_layer + 1, (1.0, 1.0))
+    split, per_card = speed.split_seconds(costs, halves, (fast, slow), link, geometry.n_embd)
+    assert per_card[1] > per_card[0]  # the slower card's half takes longer
+    assert split == pytest.approx(sum(per_card) + geometry.n_embd * 4 / 1.25e9 + 0.2e-3)
+    record = lb.roofline("qwen3-30b-a3b", card="rtx-4090+rtx-3090", n_ctx=8192, link=1.25, link_ms=0.2)
+    assert all(r.split_tok_s < r.tok_s for r in record.rows) and "10 GbE" not in record.split_basis
+    with pytest.raises(UsageError, match="give them as --card A\\+B"):
+        lb.roofline("qwen3-30b-a3b", card="rtx-4090", link=1.25)

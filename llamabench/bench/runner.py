@@ -43,7 +43,7 @@ def _memory(event: dict) -> Memory:
 
 def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], repetitions: int, *,
               save: Callable[[Measurement], None], done: Callable[[Params, BenchTest], bool] = lambda p, t: False,
-              on_event: Event | None = None, rpc: str | None = None) -> SweepOutcome:
+              on_event: Event | None = None, rpc: list[str] | str | None = None) -> SweepOutcome:
     """Every configuration in a child of its own; `save` gets each Measurement at once; `done` says what to skip."""
     notify = on_event or (lambda kind, data: None)
     skipped = 0

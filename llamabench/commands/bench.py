@@ -19,13 +19,14 @@ EXAMPLES = """examples:
   llamabench bench model.gguf -c 32k,128k -ctk f16,q8_0 -ctv f16,q8_0 -ngl 99 -o jsonl
   llamabench bench model.gguf -c 32k -d 0-16384+4096 -p 512 -n 32   # depths 0, 4096, ..., 16384
   llamabench bench qwen3-5-35b-a3b -c 131072 --dry-run          # print the plan only
+  llamabench bench model.gguf -ngl 99 --rpc 10.0.0.2:50052 -ts 1,1  # spread over a ggml-rpc-server, as llama-bench
 Each configuration runs in its own child process; every test is appended to --results as soon
 as it is measured, a failed configuration is recorded with llama.cpp's reason and the sweep goes
 on, and --resume skips what the results file already holds. A catalog id runs on its geometry
 twin. Exit code 1 when any test failed (the count is printed).
 """
 TESTS = ("n_prompt", "n_gen", "n_depth", "repetitions")
-OPTIONS = ("results", "resume", "dry_run")
+OPTIONS = ("rpc", "results", "resume", "dry_run")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

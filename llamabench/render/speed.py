@@ -15,13 +15,15 @@ def _f1(v: float) -> str:
     return f"{v:.1f}"
 
 
-def fields(measured: bool) -> tuple[Field, ...]:
+def fields(measured: bool, split: bool = False) -> tuple[Field, ...]:
     shown = frozenset({"table"}) if measured else frozenset()
     return (
         Field("depth", "depth", lambda r: r.depth, lambda v: f"{v:,}", "r"),
         Field("bytes_per_token", "MiB/token", lambda r: r.bytes_per_token, _m, "r"),
         Field("kv_read_bytes", "of it KV", lambda r: r.kv_read_bytes, _m, "r"),
         Field("tok_s", "t/s", lambda r: r.tok_s, _f1, "r"),
+        Field("split_tok_s", "split t/s", lambda r: r.split_tok_s, _f1, "r",
+              frozenset({"table"}) if split else frozenset()),
         Field("measured_tok_s", "measured t/s", lambda r: r.measured_tok_s, _f1, "r", shown),
         Field("error", "error", lambda r: None if r.measured_tok_s is None else (r.tok_s - r.measured_tok_s)
               / r.measured_tok_s * 100, lambda v: f"{v:+.1f}%", "r", shown),
@@ -33,7 +35,7 @@ def fields(measured: bool) -> tuple[Field, ...]:
 
 def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
     measured = any(r.measured_tok_s is not None for r in record.rows)
-    rows = table(record.rows, fields(measured), fmt)
+    rows = table(record.rows, fields(measured, record.split_basis is not None), fmt)
     if fmt in ("csv", "md"):
         return rows
     m, p = record.speed_model, record.params
@@ -43,4 +45,5 @@ def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
         f"  model     time per token = bytes / {m.bandwidth / 1e9:.1f} GB/s + attention FLOPs / "
         f"{m.compute / 1e12:.2f} TFLOPS ({m.basis})",
         f"  KV        K {p.type_k}, V {p.type_v}; full GQA: every mixer layer cached as full attention, no recurrent "
-        "state", "", rows])
+        "state"] + ([f"  split     {record.split_basis}; t/s: the first card alone"] if record.split_basis else [])
+        + ["", rows])

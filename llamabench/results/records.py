@@ -205,6 +205,7 @@ class BenchRecord(Record):
     footprint: Footprint | None = None  # theory; None where the parameters have none (theory_error says why)
     theory_error: str | None = None
     roofline: Roofline | None = None
+    devices: tuple[str, ...] = ()  # the devices the model was spread over, in llama.cpp's order (RPC0[HOST:PORT], CUDA0)
     kind: ClassVar[RecordKind] = RecordKind.BENCH
 
     @classmethod
@@ -277,6 +278,7 @@ class RooflineRow:
     full_gqa_bytes_per_token: int
     full_gqa_tok_s: float
     measured_tok_s: float | None = None
+    split_tok_s: float | None = None  # several cards (--card A+B): the layer split's decode t/s
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -288,6 +290,7 @@ class RooflineRecord(Record):
     weights_read_per_token: int
     weights_basis: str
     rows: tuple[RooflineRow, ...] = ()
+    split_basis: str | None = None  # several cards: the split, the cards and the link, in words
     kind: ClassVar[RecordKind] = RecordKind.ROOFLINE
 
 
