@@ -278,3 +278,17 @@ def test_the_roofline_of_a_split_adds_each_card_and_each_hop():
     assert all(r.split_tok_s < r.tok_s for r in record.rows) and "10 GbE" not in record.split_basis
     with pytest.raises(UsageError, match="give them as --card A\\+B"):
         lb.roofline("qwen3-30b-a3b", card="rtx-4090", link=1.25)
+
+
+@pytest.mark.slow
+@needs_rpc
+def test_a_remote_host_comes_first_sized_by_its_own_free_memory(gemma):
+    with rpc.emulated_card() as host:
+        free, _ = rpc.remote_memory(host)
+        record = lb.fit(str(gemma), rpc=host, vram="200MiB", n_ctx=8192, type_k="f16", type_v="f16", reserve=0,
+                        verify=True)
+    row = record.fit.rows[0]
+    assert [c.endpoint for c in row.devices] == [host, None]  # llama.cpp puts RPC devices first
+    assert abs(row.devices[0].budget - free) < 256 * MIB  # what the server reported (free memory moves a little)
+    assert f"--rpc {host}" in llama_server_command(record.fit, record.fit.recommended(row.budget_label, 8192))
+    assert_per_card(record.verify)
