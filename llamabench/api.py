@@ -31,6 +31,7 @@ from .fit.probe import buffer_name
 from .llama import engine, rpc as rpc_mod
 from .footprint import compute_footprint, kv_curve
 from .inspection import inspect as inspect_metadata
+from .layer_split import layer_counts, layer_devices
 from .layout import geometry_from_metadata
 from .llama.worker import dry_runs
 from .params import (DEFAULT_N_CTX, SCHEMA, BenchTest, Budget, Params, bench_tests, expand, parse_value,
@@ -429,8 +430,6 @@ class _SplitSpeed:
 def _split_speed(meta, geometry, p: Params, cards, eff: dict, scale, tensor_split, link, link_ms) -> _SplitSpeed:
     """Decode over several cards: llama.cpp's layer split (-ts, else by each card's memory as llama.cpp splits
     by free memory), each card at its own bandwidth, the activations over the link between them."""
-    from .layer_split import layer_counts, layer_devices
-
     props = parse_value("tensor_split", tensor_split, listed=False) if tensor_split else tuple(
         float(c.vram_gib) for c in cards)
     if len(props) != len(cards):
