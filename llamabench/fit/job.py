@@ -54,10 +54,13 @@ class FitSession:
              tensor_split: tuple[float, ...] = ()) -> "FitSession":
         gpu_devices = tuple(engine.gpu_devices())
         gpu_build = bool(gpu_devices)
-        emulate = not gpu_build and not ram_mode and rpc.available()
+        n_local = max(0, n_cards - len(remote))
+        # a GPU build sizes on its own GPUs where it has as many as the cards planned; else on emulated cards
+        emulate = not ram_mode and rpc.available() and (not gpu_build or n_local > len(gpu_devices))
         cards = ("the remote hosts (--rpc) and " if remote else "") + (
-            f"{n_cards} emulated cards (one llama.cpp RPC device on 127.0.0.1 each)" if n_cards > 1 and emulate
-            else "an emulated card (llama.cpp's RPC device on 127.0.0.1)" if emulate else "the GPU")
+            f"{n_local} emulated cards (one llama.cpp RPC device on 127.0.0.1 each)" if n_local > 1 and emulate
+            else "an emulated card (llama.cpp's RPC device on 127.0.0.1)" if emulate
+            else f"this build's {', '.join(gpu_devices[:max(n_local, 1)])}")
         backend = ("system RAM (CPU)" if ram_mode or not (emulate or gpu_build) else f"{cards} and system RAM")
         scale = None
         if verify or source.path:
@@ -95,7 +98,7 @@ class FitSession:
                        f"{backend}: each card's and the host's buffers apart"
                        + ("; with several devices llama.cpp pipelines the layers (pipeline parallelism): every "
                           "card holds a compute buffer of its own" if n_cards > 1 else "")
-                       + ("" if gpu_build else "; a CUDA build's buffers may differ"),
+                       + ("" if gpu_build and not emulate else "; a CUDA build's buffers may differ"),
             "reserve": ("none in system RAM (the --ram budget is all usable)" if ram_mode
                         else f"{reserve / MIB:.0f} MiB kept free for the driver and display (--reserve)"),
             "runtime": runtime.describe(geometry) + " (its context is what is sized; --runtime, -np, -kvu change it)",
@@ -115,11 +118,15 @@ class FitSession:
                       flash_attn=flash_attn, n_ubatch=n_ubatch, reserve=reserve, notes=notes, runtime=runtime,
                       ram=ram)
         session.ram_mode = ram_mode
+        session.emulate = emulate
+        session.gpu_devices = gpu_devices
         session.tensor_split = tensor_split
         session.remote = remote
         return session
 
     tensor_split: tuple[float, ...] = ()  # -ts given
+    emulate = False  # the cards are emulated (RPC servers of this machine's CPU)
+    gpu_devices: tuple[str, ...] = ()  # a GPU build's devices, in order
     remote: tuple[str, ...] = ()  # --rpc hosts
 
     projector_bytes = 0  # --mmproj on the card: weights + compute (0 without one, or with --no-mmproj-offload)

@@ -106,9 +106,15 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
         return FitVerification(error=f"nothing fits {result.budgets[0].label} at n_ctx {result.contexts[0]}, so "
                                      "there is nothing to create")
     n_local = max(max(len(r.devices), 1) - len(session.remote) for r in rows)
-    emulated = not session.gpu_build and not session.ram_mode
     with ExitStack() as stack:
-        local = [stack.enter_context(emulated_card()) for _ in range(n_local)] if emulated else []
+        if session.ram_mode:
+            local = []
+        elif session.emulate or not session.gpu_build:  # (no RPC backend: emulated_card says so)
+            local = [stack.enter_context(emulated_card()) for _ in range(n_local)]
+        elif session.remote or n_local > 1:  # a GPU build's own devices, named, after the remote hosts
+            local = list(session.gpu_devices[:n_local])
+        else:
+            local = []  # one GPU: llama.cpp's default device
         return FitVerification(tuple(_verify_row(row, session, result, tuple(session.remote) + tuple(local))
                                      for row in rows))
 
@@ -124,7 +130,7 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
     by_kind = {e.get("event"): e for e in events}
     what = (f"n_ctx {row.settings.n_ctx}, {row.settings.type_k}/{row.settings.type_v} KV, "
             f"{describe_placement(p, result.n_layer_all)}")
-    where = ("system RAM (--cpu-only)" if session.ram_mode else "the GPU" if session.gpu_build and not devices
+    where = ("system RAM (--cpu-only)" if session.ram_mode else "the GPU" if not devices
              else f"{n_devices} devices ({', '.join(devices)})" if n_devices > 1
              else f"an emulated card (llama.cpp RPC device on {devices[0]})")
     if "alloc" not in by_kind:
