@@ -34,7 +34,7 @@ def describe_one(p: Placement, n_layer_all: int) -> str:
 
 def short_placement(p: Placement) -> str:
     """For plot labels: the flag alone."""
-    flag = {PlacementKind.ALL: "all on card", PlacementKind.RAM: "all in RAM",
+    flag = {PlacementKind.ALL: "all on cards" if len(p.split) > 1 else "all on card", PlacementKind.RAM: "all in RAM",
             PlacementKind.N_CPU_MOE: f"--n-cpu-moe {p.value}", PlacementKind.NGL: f"-ngl {p.value}"}[p.kind]
     return flag + (f" -ts {','.join(map(str, p.split))}" if len(p.split) > 1 else "")
 

@@ -193,7 +193,7 @@ def render_text(result: FitResult, fmt: str = "text") -> str:
 def markdown_report(result: FitResult) -> str:
     out = [f"Sized for {result.runtime.describe()}: the context the printed command creates.\n"]
     for budget, n_ctx, rows in _groups(result):
-        out.append(f"**{budget.label} card, n_ctx {n_ctx:,}** (GiB)\n")
+        out.append(f"**{budget.label} {'cards' if budget.multi else 'card'}, n_ctx {n_ctx:,}** (GiB)\n")
         out.append(_rows_table(result, rows, "md"))
         verdict = _verdict(result, rows)  # the same words as the text view
         out.append("\nVerdict: " + verdict[0].removeprefix("-> "))
