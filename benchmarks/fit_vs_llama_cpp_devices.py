@@ -59,6 +59,8 @@ def llama_fit(tools: Path, path: str, endpoints: list[str], n_ctx: int, margins:
 def short_args(args: str) -> str:
     """llama-fit-params' answer with its -ot list of expert tensors in RAM cut to their layer range."""
     out = re.sub(r"^-c \d+ ", "", args)
+    if out.strip() == "-ngl -1":
+        return "no change needed (-ngl -1: all layers, split by free memory)"
     layers = sorted({int(x) for x in re.findall(r"blk\\?\.(\d+)\\?\.ffn", out)})
     if layers:
         out = re.sub(r'-ot "?[^ ]+"?', f"-ot experts of layers {layers[0]}-{layers[-1]} (some parts: {len(layers)}) =CPU", out)
@@ -117,7 +119,8 @@ def main() -> None:
                              over(theirs["self_mib"]) if theirs["ok"] else "-",
                              (short_placement(ours.placement) + f" (max {ours.max_n_ctx})") if ours else "nothing fits",
                              " ".join(f"{c.parts.total / MIB:.0f}" for c in ours.devices) if ours else "-",
-                             over(seen["self_mib"]) if seen and seen["ok"] else "-",
+                             (over(seen["self_mib"]) + ("" if seen["ok"] else " (it refuses: over by its context)"))
+                             if seen and any(seen["self_mib"]) else "-",
                              f"{best.settings.type_k}, {short_placement(best.placement)}" if best else "-",
                              f"{theirs['seconds']:.1f} / {t_ours:.1f}"])
                 print(" | ".join(rows[-1]), file=sys.stderr, flush=True)

@@ -205,7 +205,6 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
         raise UsageError("Llama() cannot reach remote hosts (llama-cpp-python 0.3.36 has no --rpc)",
                          hint="use --runtime llama-server")
     budgets = with_remote_hosts(budgets, rpc_hosts)
-    budgets = _split_mode_budgets(budgets, values["split_mode"], values["main_gpu"])
     tensor_split = values["tensor_split"]
     for b in budgets:
         if tensor_split and len(tensor_split) != len(b.devices):
@@ -213,6 +212,16 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
         if isinstance(reserve_bytes, tuple) and len(reserve_bytes) != len(b.devices):
             raise UsageError(f"--reserve gives {len(reserve_bytes)} sizes, but {b.label} has {len(b.devices)} devices"
                              + (" (the --rpc hosts come first)" if rpc_hosts else ""))
+    dry_run_hosts, local_offset = rpc_hosts, 0
+    if values["split_mode"] == "none":  # one device: the -mg card, with its own reserve; no -ts
+        mg = values["main_gpu"]
+        budgets = _split_mode_budgets(budgets, "none", mg)
+        reserve_bytes = reserve_bytes[mg] if isinstance(reserve_bytes, tuple) else reserve_bytes
+        tensor_split = ()
+        dry_run_hosts = (rpc_hosts[mg],) if mg < len(rpc_hosts) else ()
+        local_offset = max(0, mg - len(rpc_hosts))
+    elif values["main_gpu"]:
+        raise UsageError("-mg picks the device of -sm none: give -sm none with it")
 
     source = resolve(remote_model(model, quant) if remote else model)
     if source.url and verify:
@@ -221,8 +230,9 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     start = time.perf_counter()
     session = FitSession.open(source, flash_attn=values["flash_attn"], n_ubatch=values["n_ubatch"],
                               reserve=reserve_bytes, verify=verify, ram_mode=cpu_only, runtime=config,
-                              ram=None if cpu_only else ram_budget, remote=rpc_hosts,
-                              n_cards=max(len(b.devices) for b in budgets), tensor_split=tensor_split)
+                              ram=None if cpu_only else ram_budget, remote=dry_run_hosts,
+                              n_cards=max(len(b.devices) for b in budgets), tensor_split=tensor_split,
+                              local_offset=local_offset)
     if cpu_only:
         budgets = [Budget(f"{ram_budget.label} RAM", ram_budget.bytes)]
     if mmproj == "published":
@@ -247,8 +257,6 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
 def _split_mode_budgets(budgets: list[Budget], split_mode: str, main_gpu: int) -> list[Budget]:
     """-sm none: the model on the -mg device alone, so each machine is sized by that one card."""
     if split_mode != "none":
-        if main_gpu:
-            raise UsageError("-mg picks the device of -sm none: give -sm none with it")
         return budgets
     out = []
     for b in budgets:
@@ -326,11 +334,15 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
     for host in hosts:
         if why := rpc_mod.reachable(host):
             raise EngineError(f"--rpc {host}: no ggml-rpc-server can be reached there ({why})")
-    devices = tuple(buffer_name(h) for h in hosts) + tuple(engine.gpu_devices())
+    # named devices: the RPC hosts first, then this build's GPUs (llama-bench --rpc's order); none without --rpc
+    devices = tuple(buffer_name(h) for h in hosts) + tuple(engine.gpu_devices()) if hosts else ()
+    if hosts and not rpc_mod.available():
+        raise EngineError("--rpc needs llama.cpp's RPC backend: reinstall llama-cpp-python with CMAKE_ARGS=-DGGML_RPC=on "
+                          "(make install does)")
     done: set[tuple[Params, BenchTest]] = set()
     if resume:
         done = {(r.params, r.test) for r in read_records(target).records
-                if isinstance(r, BenchRecord) and r.model.label == source.label}
+                if isinstance(r, BenchRecord) and r.model.label == source.label and r.devices == devices}
     path = source.gguf_for_llama()
     geometry = source.llama_geometry()
     model_ref = source.model_block(geometry.architecture, loaded=path)
@@ -355,7 +367,8 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
         on_event("plan", {"tests": len(configurations) * len(tests) - len(done & {(p, t) for p in configurations
                                                                                   for t in tests})})
     outcome = runner.run_sweep(str(path), configurations, tests, reps, save=save,
-                               done=lambda p, t: (p, t) in done, on_event=on_event, rpc=list(hosts) or None)
+                               done=lambda p, t: (p, t) in done, on_event=on_event,
+                               rpc=(list(hosts) + list(engine.gpu_devices())) if hosts else None)
     return replace(plan, records=tuple(written), skipped=outcome.skipped, interrupted=outcome.interrupted)
 
 

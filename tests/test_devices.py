@@ -292,3 +292,30 @@ def test_a_remote_host_comes_first_sized_by_its_own_free_memory(gemma):
     assert abs(row.devices[0].budget - free) < 256 * MIB  # what the server reported (free memory moves a little)
     assert f"--rpc {host}" in llama_server_command(record.fit, record.fit.recommended(row.budget_label, 8192))
     assert_per_card(record.verify)
+
+
+@pytest.mark.slow
+@needs_rpc
+def test_a_reserve_per_card_and_nothing_offloaded_over_two_cards(capsys):
+    assert main(["fit", "qwen3-5-35b-a3b", "--vram", "8GiB+4GiB", "--reserve", "512MiB+1GiB", "--ctx", "4096",
+                 "-ctk", "f16", "-ctv", "f16", "-o", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert "512+1024 MiB kept free on the cards" in data["fit"]["basis"]["reserve"]
+    assert [d["reserve_bytes"] for d in data["summary"]["recommendations"][0]["devices"][:2]] == [512 * MIB, GIB]
+    record = lb.fit("qwen3-5-35b-a3b", vram="8GiB+4GiB", n_ctx=4096, type_k="f16", type_v="f16", n_gpu_layers=[0])
+    row = record.fit.rows[0]
+    assert [c.layers for c in row.devices] == [0, 0] and row.fits
+    assert "-ts" not in llama_server_command(record.fit, row)
+
+
+@pytest.mark.slow
+@needs_rpc
+def test_split_mode_none_sizes_the_main_gpu_alone_on_its_own_device(gemma):
+    with rpc.emulated_card() as host:
+        record = lb.fit(str(gemma), rpc=host, vram="600MiB", n_ctx=8192, type_k="f16", type_v="f16",
+                        reserve="0+256MiB", split_mode="none", main_gpu=1)
+    row = record.fit.rows[0]
+    assert len(row.devices) == 1 and row.devices[0].endpoint is None and row.parts.reserve == 256 * MIB
+    command = llama_server_command(record.fit, row)
+    assert f"--rpc {host} -sm none -mg 1" in command and "-ts" not in command
+    assert "an emulated card" in record.fit.basis["compute"] and "remote" not in record.fit.basis["compute"]

@@ -15,7 +15,7 @@ from .search import FitRow, Placement, PlacementKind
 
 def describe_placement(p: Placement, n_layer_all: int) -> str:
     where = describe_one(p, n_layer_all)
-    if len(p.split) > 1:
+    if len(p.split) > 1 and any(p.split):
         where = where.replace("on the card", "on the cards") + f", -ts {','.join(map(str, p.split))}"
     return where
 
@@ -36,14 +36,15 @@ def short_placement(p: Placement) -> str:
     """For plot labels: the flag alone."""
     flag = {PlacementKind.ALL: "all on cards" if len(p.split) > 1 else "all on card", PlacementKind.RAM: "all in RAM",
             PlacementKind.N_CPU_MOE: f"--n-cpu-moe {p.value}", PlacementKind.NGL: f"-ngl {p.value}"}[p.kind]
-    return flag + (f" -ts {','.join(map(str, p.split))}" if len(p.split) > 1 else "")
+    return flag + (f" -ts {','.join(map(str, p.split))}" if len(p.split) > 1 and any(p.split) else "")
 
 
 def llama_server_command(result: FitResult, row: FitRow) -> str:
     """The llama-server line of a row: every flag that decides what it allocates, the slots and the prompt
     cache spelled out (their defaults surprise), as sized for the llama-server runtime."""
     s, p = row.settings, row.placement
-    ngl = {PlacementKind.ALL: "99", PlacementKind.N_CPU_MOE: "99", PlacementKind.RAM: "0"}.get(p.kind, str(p.value))
+    every = str(max(99, result.n_layer_all + 1))  # all layers, the output layer too, for any depth of model
+    ngl = {PlacementKind.ALL: every, PlacementKind.N_CPU_MOE: every, PlacementKind.RAM: "0"}.get(p.kind, str(p.value))
     cmd = f"llama-server -m {result.model_hint} -c {s.n_ctx} -ngl {ngl} -fa {'on' if s.flash_attn else 'off'}"
     cmd += f" -ctk {s.type_k} -ctv {s.type_v}"
     if s.n_batch != Params.n_batch:
@@ -52,7 +53,7 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
         cmd += f" -ub {s.n_ubatch}"
     if p.kind is PlacementKind.N_CPU_MOE:
         cmd += f" --n-cpu-moe {p.value}"
-    if len(p.split) > 1:
+    if len(p.split) > 1 and any(p.split):
         cmd += " -ts " + ",".join(map(str, p.split))
     return " ".join([cmd, *result.server_args])
 
@@ -73,8 +74,10 @@ def python_call(result: FitResult, row: FitRow) -> str:
     s, p = row.settings, row.placement
     ngl = {PlacementKind.ALL: "-1", PlacementKind.RAM: "0"}.get(p.kind, str(p.value))
     batch = f", n_ubatch={s.n_ubatch}" if s.n_ubatch != PYTHON_N_UBATCH else ""
-    if len(p.split) > 1:
+    if len(p.split) > 1 and any(p.split):
         batch += f", tensor_split=[{', '.join(str(float(n)) for n in p.split)}]"
+    if "-sm" in result.server_args:  # -sm none -mg N
+        batch += f", split_mode=0, main_gpu={result.server_args[result.server_args.index('-mg') + 1]}"
 
     return (f'llama_cpp.Llama(model_path="{result.model_hint}", n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
             f"flash_attn={s.flash_attn}, type_k={ggml_type_id(s.type_k)}, type_v={ggml_type_id(s.type_v)}{batch}, "

@@ -51,10 +51,14 @@ class FitSession:
     def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool,
              ram_mode: bool = False, runtime: RuntimeConfig = RuntimeConfig(),
              ram: Budget | None = None, remote: tuple[str, ...] = (), n_cards: int = 1,
-             tensor_split: tuple[float, ...] = ()) -> "FitSession":
+             tensor_split: tuple[float, ...] = (), local_offset: int = 0) -> "FitSession":
         gpu_devices = tuple(engine.gpu_devices())
         gpu_build = bool(gpu_devices)
         n_local = max(0, n_cards - len(remote))
+        if n_cards > 1 and not ram_mode and not rpc.available() and n_local > len(gpu_devices):
+            raise LlamabenchError(f"{n_cards} cards need llama.cpp's RPC backend to be emulated here (this build has "
+                                  f"{len(gpu_devices)} GPU(s)): reinstall llama-cpp-python with CMAKE_ARGS=-DGGML_RPC=on "
+                                  "(make install does)")
         # a GPU build sizes on its own GPUs where it has as many as the cards planned; else on emulated cards
         emulate = not ram_mode and rpc.available() and (not gpu_build or n_local > len(gpu_devices))
         cards = ("the remote hosts (--rpc) and " if remote else "") + (
@@ -100,7 +104,9 @@ class FitSession:
                           "card holds a compute buffer of its own" if n_cards > 1 else "")
                        + ("" if gpu_build and not emulate else "; a CUDA build's buffers may differ"),
             "reserve": ("none in system RAM (the --ram budget is all usable)" if ram_mode
-                        else f"{reserve / MIB:.0f} MiB kept free for the driver and display (--reserve)"),
+                        else ("+".join(f"{r / MIB:.0f}" for r in reserve) + " MiB kept free on the cards, one each,"
+                              if isinstance(reserve, tuple) else f"{reserve / MIB:.0f} MiB kept free")
+                        + " for the driver and display (--reserve)"),
             "runtime": runtime.describe(geometry) + " (its context is what is sized; --runtime, -np, -kvu change it)",
             "host": ("system RAM beside the card: mapped weights, host layers' caches, host compute and output "
                      "buffers" + (", the prompt cache limit and the checkpoint bound (they grow while the server "
@@ -112,14 +118,15 @@ class FitSession:
         if geometry.has_swa:
             notes.append("SWA layers sized with swa_full off (llama-server's default; Llama(swa_full=False))")
         session = cls(name=source.name, geometry=geometry, weights=weights,
-                      probe=ComputeProbe(path, emulate_card=emulate, remote=remote, local_devices=gpu_devices),
+                      probe=ComputeProbe(path, emulate_card=emulate, remote=remote,
+                                         local_devices=gpu_devices[local_offset:]),
                       basis=basis,
                       model_hint=hint, gpu_build=gpu_build, verify_path=path if verify else None,
                       flash_attn=flash_attn, n_ubatch=n_ubatch, reserve=reserve, notes=notes, runtime=runtime,
                       ram=ram)
         session.ram_mode = ram_mode
         session.emulate = emulate
-        session.gpu_devices = gpu_devices
+        session.gpu_devices = gpu_devices[local_offset:]  # -sm none -mg N: from the chosen card on
         session.tensor_split = tensor_split
         session.remote = remote
         return session

@@ -58,10 +58,12 @@ class ComputeProbe:
             while len(self._emulated) < n_local:
                 self._emulated.append(self._stack.enter_context(emulated_card()))
             local = tuple(self._emulated[:n_local])
-        elif self.remote or n_local < len(self.local_devices):
+        elif self.local_devices:  # a GPU build: its devices named, so each card is the one planned
             local = self.local_devices[:n_local]
-        else:
+        elif not self.remote:
             return ()
+        else:
+            local = ()
         return self.remote[:n_devices] + local
 
     def _child(self, placement: Params, devices: tuple[str, ...]) -> DryRunChild:

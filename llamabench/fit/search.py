@@ -90,12 +90,18 @@ class CardParts:
     endpoint: str | None = None  # a remote ggml-rpc-server
 
     @property
+    def unused(self) -> bool:
+        """No layer and no buffer of this model: its reserve is not this model's to keep."""
+        p = self.parts
+        return self.layers == 0 and not (p.weights or p.kv or p.recurrent or p.compute or p.projector)
+
+    @property
     def fits(self) -> bool:
-        return self.parts.total <= self.budget
+        return self.unused or self.parts.total <= self.budget
 
     @property
     def short_by(self) -> int:
-        return max(0, self.parts.total - self.budget)
+        return 0 if self.unused else max(0, self.parts.total - self.budget)
 
 
 @dataclass(frozen=True)
@@ -238,6 +244,8 @@ class Fitter:
     def layer_devices(self, placement: Placement) -> tuple[int | None, ...]:
         """Each layer's device (the output layer last), as llama.cpp assigns it for this placement's -ts."""
         proportions = tuple(float(n) for n in placement.split) if len(placement.split) > 1 else (1.0,)
+        if not any(proportions):  # nothing offloaded (-ngl 0): no card holds a layer
+            return (None,) * (self.n_layer_all + 1)
         return layer_devices(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all), proportions)
 
     def compute(self, settings: Params, placement: Placement) -> ComputeSplit:
@@ -426,7 +434,7 @@ class Fitter:
                 lo_steps = mid
             else:
                 hi_steps = mid - 1
-        best = deal(max(lo, lo_steps * KV_PAD))
+        best = deal(max(lo, lo_steps * KV_PAD)) or deal(lo)
         return placement.with_split(best)
 
     def placed(self, budget: Budget, settings: Params, placement: Placement,
@@ -437,6 +445,8 @@ class Fitter:
             return placement
         n = len(budget.devices)
         if self.tensor_split:  # the user's -ts, as whole layers of this placement
+            if placement.n_gpu_layers(self.n_layer_all) == 0:
+                return placement.with_split((0,) * n)
             devices = layer_devices(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all), self.tensor_split)
             return placement.with_split(layer_counts(devices, n))
         if estimate is None:

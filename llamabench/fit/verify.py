@@ -111,10 +111,8 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
             local = []
         elif session.emulate or not session.gpu_build:  # (no RPC backend: emulated_card says so)
             local = [stack.enter_context(emulated_card()) for _ in range(n_local)]
-        elif session.remote or n_local > 1:  # a GPU build's own devices, named, after the remote hosts
+        else:  # a GPU build's own devices, named as the fit's dry runs named them, after the remote hosts
             local = list(session.gpu_devices[:n_local])
-        else:
-            local = []  # one GPU: llama.cpp's default device
         return FitVerification(tuple(_verify_row(row, session, result, tuple(session.remote) + tuple(local))
                                      for row in rows))
 
@@ -132,6 +130,8 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
             f"{describe_placement(p, result.n_layer_all)}")
     where = ("system RAM (--cpu-only)" if session.ram_mode else "the GPU" if not devices
              else f"{n_devices} devices ({', '.join(devices)})" if n_devices > 1
+             else f"the GPU {devices[0]}" if ":" not in devices[0]
+             else f"the remote host {devices[0]}" if devices[0] in session.remote
              else f"an emulated card (llama.cpp RPC device on {devices[0]})")
     if "alloc" not in by_kind:
         return PlacementCheck(what, where, row.settings.n_ctx, error=f"llama.cpp could not create the context: "

@@ -75,15 +75,22 @@ def emulated_card(n_threads: int = 1, timeout_s: float = 30.0):
         stop_group(proc, grace_s=1.0)
 
 
-def query_memory(endpoint: str) -> tuple[int, int]:
+def query_memory(endpoint: str) -> tuple[int, int, int]:
     """(free, total) bytes of the first device of a running ggml-rpc-server, as llama.cpp reads them
-    (ggml_backend_rpc_get_device_memory); in a process of its own (llama.cpp aborts on a protocol mismatch)."""
-    rpc = ggml_lib("ggml-rpc")
+    (ggml_backend_rpc_get_device_memory), and how many devices it serves; in a process of its own
+    (llama.cpp aborts on a protocol mismatch)."""
+    rpc, ggml = ggml_lib("ggml-rpc"), ggml_lib("ggml")
+    rpc.ggml_backend_rpc_add_server.argtypes = [ctypes.c_char_p]
+    rpc.ggml_backend_rpc_add_server.restype = ctypes.c_void_p
+    ggml.ggml_backend_reg_dev_count.argtypes = [ctypes.c_void_p]
+    ggml.ggml_backend_reg_dev_count.restype = ctypes.c_size_t
+    reg = rpc.ggml_backend_rpc_add_server(endpoint.encode())
+    count = int(ggml.ggml_backend_reg_dev_count(reg)) if reg else 0
     rpc.ggml_backend_rpc_get_device_memory.argtypes = [ctypes.c_char_p, ctypes.c_uint32,
                                                        ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]
     free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
     rpc.ggml_backend_rpc_get_device_memory(endpoint.encode(), 0, ctypes.byref(free), ctypes.byref(total))
-    return int(free.value), int(total.value)
+    return int(free.value), int(total.value), count
 
 
 def reachable(endpoint: str, timeout_s: float = 5.0) -> str | None:
@@ -112,20 +119,22 @@ def remote_memory(endpoint: str, timeout_s: float = 30.0) -> tuple[int, int]:
     except subprocess.TimeoutExpired:
         raise EngineError(f"--rpc {endpoint}: the server did not report its memory in {timeout_s:.0f} s") from None
     words = done.stdout.split()
-    if done.returncode != 0 or len(words) != 2 or not all(w.isdigit() for w in words):
+    if done.returncode != 0 or len(words) != 3 or not all(w.isdigit() for w in words):
         tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
         raise EngineError(f"--rpc {endpoint}: not a ggml-rpc-server this llama.cpp can talk to ({tail})")
-    free, total = int(words[0]), int(words[1])
+    free, total, count = (int(w) for w in words)
     if total == 0:
         raise EngineError(f"--rpc {endpoint}: the server reports no device memory")
+    if count > 1:
+        raise EngineError(f"--rpc {endpoint}: the server offers {count} devices; llamabench plans one card per server "
+                          "(start one ggml-rpc-server per card, each with its own -d DEVICE)")
     return free, total
 
 
 def main() -> int:
     die_with_parent()
     if sys.argv[1] == "memory":
-        free, total = query_memory(sys.argv[2])
-        print(free, total)
+        print(*query_memory(sys.argv[2]))
         return 0
     serve(int(sys.argv[1]), int(sys.argv[2]))
     return 0
