@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import catalog, paths, serial, speed, sysinfo
+from . import remote as remote_reader  # fit() has a parameter named remote
 from .bench import runner
 from .bench.measure import Measurement, WeightsBasis, roofline as roofline_block, theory
 from .errors import EngineError, LlamabenchError, UsageError
@@ -34,11 +35,11 @@ from .inspection import inspect as inspect_metadata
 from .layer_split import layer_counts, layer_devices
 from .layout import geometry_from_metadata
 from .llama.worker import dry_runs
-from .params import (DEFAULT_N_CTX, SCHEMA, BenchTest, Budget, Params, bench_tests, expand, parse_value,
-                     params_from)
+from .params import (DEFAULT_N_CTX, MAX_FIT_CELLS, SCHEMA, BenchTest, Budget, Params, bench_tests, check_plan_size,
+                     expand, parse_value, params_from)
 from .projector import projector_from_metadata
 from .runtimes import RuntimeConfig, parse_runtime
-from .report.build import write_report
+from .report.build import report_folder, write_report
 from .report.kv_record import KvEfficiencyRecord
 from .report.load import load_results
 from .results import jsonl
@@ -223,6 +224,8 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     elif values["main_gpu"]:
         raise UsageError("-mg picks the device of -sm none: give -sm none with it")
 
+    check_plan_size("fit's evaluations", {"budgets": len(budgets), "contexts": len(contexts), "KV types": len(pairs),
+                                          "placements": len(placements)}, MAX_FIT_CELLS)
     source = resolve(remote_model(model, quant) if remote else model)
     if source.url and verify:
         raise UsageError(f"--verify creates the model for real: download {source.url} (llamabench read only its "
@@ -244,7 +247,8 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
         server_args += ("-sm", "none", "-mg", str(values["main_gpu"]))
     if mmproj:
         session.add_projector(projector_from_metadata(read_any(mmproj)), offload=not no_mmproj_offload)
-        server_args += ("--mmproj", mmproj) + (("--no-mmproj-offload",) if no_mmproj_offload else ())
+        shown = remote_reader.redact(mmproj) if remote_reader.is_remote(mmproj) else mmproj  # printed: no password
+        server_args += ("--mmproj", shown) + (("--no-mmproj-offload",) if no_mmproj_offload else ())
     if any(p.kind is PlacementKind.N_CPU_MOE for p in placements) and not session.weights.has_experts():
         raise UsageError(f"{model} has no routed experts: --n-cpu-moe does not apply")
     result = session.evaluate(budgets, contexts, pairs, placements or None, server_args=server_args)
@@ -523,9 +527,12 @@ def report(results, *, out_dir: PathLike | None = None, compare=()) -> Report:
     if not models:
         raise UsageError("no records to report")
     out = Path(out_dir) if out_dir else None
-    written = []
+    written, folders = [], {}
     for label, results_of in models.items():
-        target = (out / label if len(models) > 1 else out) if out else paths.reports_dir() / label
+        # the label comes from the results file: one cleaned folder name, checked to stay inside the parent
+        target = out if out and len(models) == 1 else report_folder(out or paths.reports_dir(), label)
+        if folders.setdefault(target, label) != label:
+            raise LlamabenchError(f"{target}: two model labels of the results would share this report folder")
         files_written, records = write_report(results_of, target, compare=list(comparisons),
                                               sources=[str(p) for p in files])
         written.append(ModelReport(label, str(target), tuple(files_written), tuple(records)))

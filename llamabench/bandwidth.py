@@ -11,6 +11,7 @@ import os
 import threading
 import time
 import json
+import math
 import platform
 from dataclasses import asdict, dataclass
 
@@ -92,7 +93,10 @@ def cached_measure() -> Bandwidth:
     try:
         stored = json.loads(path.read_text())
         if stored.get("key") == key and time.time() - stored.get("time", 0) < CACHE_SECONDS:
-            return Bandwidth(**stored["bandwidth"])
+            cached = Bandwidth(**stored["bandwidth"])
+            if all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0
+                   for v in (cached.copy_gbps, cached.triad_gbps)):
+                return cached  # else a damaged cache entry: measure again
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         pass
     result = measure()

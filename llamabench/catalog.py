@@ -9,6 +9,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from .errors import CatalogError
+from .paths import catalog_override
 from .metadata import CatalogEntry, ModelMetadata, PublishedQuant
 
 # models.toml lives at the top of the repository; the package holds a link to it, which the wheel ships as a
@@ -17,14 +18,15 @@ CATALOG_RESOURCE = "models.toml"
 DEFAULT_MODEL_ID = "qwen3-5-35b-a3b"
 FLOAT_KEYS = {"rope.freq_base", "rope.freq_base_swa", "attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon"}
 STRING_KEYS = {"rope.scaling.type"}
+MAX_CATALOG_BYTES = 16 * 2**20
 ENTRY_KEYS = {"id", "name", "architecture", "metadata", "kv_cache_bytes_per_token", "published_quants", "notes", "sources",
               "mmproj"}
 
 
 def catalog_path() -> Path:
-    override = os.environ.get("LLAMABENCH_CATALOG")
-    if override:
-        return Path(override)
+    override = catalog_override()
+    if override is not None:
+        return override
     return Path(str(files("llamabench") / CATALOG_RESOURCE))
 
 
@@ -106,9 +108,15 @@ def _entry(raw: dict, index: int) -> CatalogEntry:
 def _load(path_str: str) -> tuple[CatalogEntry, ...]:
     path = Path(path_str)
     try:
+        if path.stat().st_size > MAX_CATALOG_BYTES:
+            raise CatalogError(f"{path}: {path.stat().st_size:,} bytes is not a model catalog")
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CatalogError(f"catalog file {path} not found") from None
+    except UnicodeDecodeError:
+        raise CatalogError(f"{path}: not a text file (a catalog is UTF-8 TOML)") from None
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot be read ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError(f"{path}: not valid TOML ({exc})") from None
     models = data.get("model")

@@ -40,7 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers, not at exit
+        return code
     except LlamabenchError as exc:
         if os.environ.get("LLAMABENCH_DEBUG") == "1":
             raise
@@ -54,6 +56,22 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("llamabench: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # the machine's, not the input's: a full disk or stdout, a failing device
+        if os.environ.get("LLAMABENCH_DEBUG") == "1":
+            raise
+        _quiet_stdout()
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"llamabench: error: cannot go on: {exc.strerror or type(exc).__name__}{where}", file=sys.stderr)
+        return 1
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's flush at exit does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -15,6 +15,8 @@ from gguf import GGUFReader, GGUFValueType
 
 from .errors import BadModelFile
 from .metadata import ModelMetadata, TensorInfo, cut
+from .outputs import note_input
+from .safe_text import escaped, escaped_tree
 
 
 GGUF_MAGIC = b"GGUF"
@@ -24,6 +26,16 @@ SKIPPED_ARRAY_PREFIXES = ("tokenizer.",)
 
 
 SKIM_ARRAYS_ABOVE = 4096  # longer arrays (vocabularies, merges) are stepped over, not decoded
+# Bounds on what a header may make the reader build (gguf.GGUFReader keeps a few objects per key, per
+# decoded array entry and per tensor: about 3 KiB a key, 0.75 KiB an entry). Real GGUFs hold tens of
+# keys, a few per-layer arrays of at most a few hundred entries, and at most some thousands of tensors.
+MAX_KEYS = 16_384
+MAX_TENSORS = 65_536
+MAX_DECODED_ENTRIES = 65_536  # entries of the arrays short enough to be decoded, summed over the file
+
+
+class _TooMuch(Exception):
+    """A header that asks the reader to decode more array entries than MAX_DECODED_ENTRIES."""
 
 
 def _skimming_reader_class():
@@ -40,6 +52,9 @@ def _skimming_reader_class():
             alen = self._get(orig_offs + 4, np.uint64)
             n_items = int(alen[0])
             if n_items <= SKIM_ARRAYS_ABOVE:
+                self.decoded_entries = getattr(self, "decoded_entries", 0) + n_items
+                if self.decoded_entries > MAX_DECODED_ENTRIES:
+                    raise _TooMuch()
                 return super()._get_field_parts(orig_offs, raw_type)
             itype = GGUFValueType(int(raw_itype[0]))
             offs = orig_offs + 12
@@ -126,9 +141,13 @@ def read_metadata(path: str | os.PathLike, part: Callable[[int, int], Path] | No
 
 def _read_one(path: Path, *, need_architecture: bool = True) -> ModelMetadata:
     check_regular_file(path)
+    note_input(path)  # an input of this run: no output may be written over it
     file_bytes = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(24)
+    try:
+        with open(path, "rb") as f:
+            head = f.read(24)
+    except OSError as exc:  # /proc/self/mem, a file on a failing disk
+        raise BadModelFile(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
     if len(head) < 8 or head[:4] != GGUF_MAGIC:
         raise BadModelFile(f"{path}: not a GGUF file (no GGUF magic at the start)")
     version = int.from_bytes(head[4:8], "little")
@@ -137,12 +156,20 @@ def _read_one(path: Path, *, need_architecture: bool = True) -> ModelMetadata:
     if len(head) < 24:
         raise BadModelFile(f"{path}: truncated GGUF header ({file_bytes} bytes)")
     n_tensors, n_kv = int.from_bytes(head[8:16], "little"), int.from_bytes(head[16:24], "little")
+    if n_kv > MAX_KEYS or n_tensors > MAX_TENSORS:
+        raise BadModelFile(f"{path}: {n_kv:,} keys and {n_tensors:,} tensors: more than llamabench reads "
+                           f"({MAX_KEYS:,} keys, {MAX_TENSORS:,} tensors at most; real models hold far fewer)")
     if n_tensors * MIN_TENSOR_INFO_BYTES + n_kv * MIN_KV_BYTES > file_bytes:
         raise BadModelFile(f"{path}: truncated or corrupt GGUF header: {n_tensors:,} tensors and {n_kv:,} keys cannot fit in "
                            f"{file_bytes:,} bytes")
 
     try:
         reader = _skimming_reader_class()(path, "r")
+    except _TooMuch:
+        raise BadModelFile(f"{path}: its metadata arrays hold over {MAX_DECODED_ENTRIES:,} entries outside the "
+                           "vocabulary: not a model header llamabench reads") from None
+    except MemoryError:
+        raise BadModelFile(f"{path}: its header is too large to read") from None
     except Exception as exc:  # the reader raises ValueError, IndexError, struct errors...
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise BadModelFile(f"{path}: unreadable or truncated GGUF ({cut(reason, 200)})") from exc
@@ -152,6 +179,7 @@ def _read_one(path: Path, *, need_architecture: bool = True) -> ModelMetadata:
         for name, field in reader.fields.items():
             if name.startswith("GGUF."):
                 continue
+            name = escaped(name)  # printed in messages and tables: no control characters
             if field.types and field.types[0] == GGUFValueType.ARRAY:
                 lengths[name] = int(field.parts[4][0])  # parts: key length, key, value type, item type, count
             if name.startswith(SKIPPED_ARRAY_PREFIXES) and len(field.data) > 1:
@@ -161,11 +189,11 @@ def _read_one(path: Path, *, need_architecture: bool = True) -> ModelMetadata:
                     raise BadModelFile(f"{path}: key {cut(name)} holds {lengths[name]:,} entries, more than any "
                                        f"llama.cpp layer array ({SKIM_ARRAYS_ABOVE:,} read at most)")
                 continue
-            keys[name] = _field_value(field)
+            keys[name] = escaped_tree(_field_value(field))  # strings are printed: no control characters
             types[name] = tuple(int(t) for t in field.types)
         tensors = tuple(
             TensorInfo(
-                name=t.name,
+                name=escaped(t.name),
                 shape=tuple(int(d) for d in t.shape),
                 ggml_type=int(t.tensor_type),
                 n_bytes=int(t.n_bytes),

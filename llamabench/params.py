@@ -103,8 +103,10 @@ class BenchTest:
 
 def bench_tests(n_prompt: Iterable[int], n_gen: Iterable[int], depths: Iterable[int]) -> list[BenchTest]:
     """The tests of one context in the order a child runs them: depths ascending, pp then tg."""
+    n_prompt, n_gen, depths = list(n_prompt), list(n_gen), sorted(set(depths))
+    check_plan_size("the tests of one context", {"-p/-n values": len(n_prompt) + len(n_gen), "depths": len(depths)}, MAX_TESTS)
     out = []
-    for depth in sorted(set(depths)):
+    for depth in depths:
         out += [BenchTest(TestKind.PP, p, depth) for p in n_prompt if p > 0]
         out += [BenchTest(TestKind.TG, n, depth) for n in n_gen if n > 0]
     return out
@@ -283,6 +285,33 @@ def positive_float(text) -> float:
     return value
 
 
+def fraction(text) -> float:
+    """An efficiency: a share of a peak, above 0 and at most 1."""
+    value = positive_float(text)
+    if value > 1:
+        raise UsageError(f"{text} is a share of the peak: give a number above 0 and at most 1 (0.7 for 70%)")
+    return value
+
+
+def percent(text) -> int:
+    value = nonneg_int(text)
+    if value > 100:
+        raise UsageError(f"{text} must be from 0 to 100")
+    return value
+
+
+def file_or_url(text) -> str:
+    """A file path or URL that must not be empty (an empty --mmproj is a mistake, not 'none')."""
+    value = str(text)
+    if not value.strip():
+        raise UsageError("an empty path: give a file, a URL, or leave the option out")
+    if "\0" in value:
+        raise UsageError("a path with a NUL byte")
+    return value
+
+
+INT_PARSERS = (tokens, positive_int, nonneg_int, percent)  # the parsers whose list values take llama-bench's ranges
+
 _SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|tib|tb|g|m)?\s*$", re.IGNORECASE)
 _UNITS = {None: GIB, "gib": GIB, "g": GIB, "gb": 10**9, "mib": MIB, "m": MIB, "mb": 10**6, "tib": 1024 * GIB,
           "tb": 10**12}
@@ -446,7 +475,7 @@ _CONTEXT = (
     _p("repack", ["--repack"], on_off, True,
        "the repacked CPU copy of the weights (CPU_REPACK / AMX): 0|1, as llama-bench --repack",
        negated=("-nr", "--no-repack")),
-    _p("poll", ["--poll"], nonneg_int, 50, "threadpool polling level, 0-100, as llama-bench"),
+    _p("poll", ["--poll"], percent, 50, "threadpool polling level, 0-100, as llama-bench"),
     _p("cpu_mask", ["-C", "--cpu-mask"], cpu_mask, "0x0", "CPU affinity mask, hex (0x0: the default affinity)"),
     _p("cpu_strict", ["--cpu-strict"], on_off, False, "strict CPU placement: 0|1"),
     _p("prio", ["--prio"], priority, 0, "thread priority: -1 low, 0 normal, 1 medium, 2 high, 3 realtime"),
@@ -480,7 +509,7 @@ _OPTIONS = (
     _p("ctx_checkpoints", ["-ctxcp", "--ctx-checkpoints"], nonneg_int, 32, "llama-server's context checkpoints per slot (its default 32)"),
     _p("verify", ["--verify"], on_off, False, "create the answer for real and compare, device by device",
        action="store_true"),
-    _p("mmproj", ["--mmproj"], text, None, "a vision projector GGUF (local, https:// or hf://), or 'published' for "
+    _p("mmproj", ["--mmproj"], file_or_url, None, "a vision projector GGUF (local, https:// or hf://), or 'published' for "
        "a catalog model's own", metavar="FILE"),
     _p("no_mmproj_offload", ["--no-mmproj-offload"], on_off, False,
        "keep the projector in system RAM, as llama-server's --no-mmproj-offload", action="store_true"),
@@ -504,8 +533,8 @@ _OPTIONS = (
        "(default 16, PCIe 4.0 x16 at half its peak; 1.25 for 10 GbE to an RPC host)"),
     _p("link_ms", ["--link-ms"], nonneg_float, 0.0, "several cards: latency per hop in ms (0 on PCIe; a network "
        "round trip, e.g. 0.2, to an RPC host)"),
-    _p("bw_eff", ["--bw-eff"], positive_float, None, "bandwidth efficiency (default 0.70)"),
-    _p("compute_eff", ["--compute-eff"], positive_float, None, "compute efficiency (default 0.30)"),
+    _p("bw_eff", ["--bw-eff"], fraction, None, "bandwidth efficiency (default 0.70)"),
+    _p("compute_eff", ["--compute-eff"], fraction, None, "compute efficiency (default 0.30)"),
     _p("compare", ["--compare"], text, (), "catalog ids to draw beside the model in the KV plot", metavar="ID"),
     _p("calibrate", ["--calibrate"], path, None, "bench results of this model: calibrate on two measured tg depths",
        metavar="FILE"),
@@ -519,11 +548,31 @@ SCHEMA: dict[str, Param] = {p.name: p for p in _CONTEXT + _OPTIONS}
 _RANGE = re.compile(r"^\s*(\w+)\s*-\s*(\w+)\s*([+*])\s*(\w+)\s*$")
 
 
+MAX_LIST_ITEMS = 4096  # values of one list option (a comma list or a range), counted before it expands
+MAX_CONFIGURATIONS = 4096  # contexts of one sweep (the product of its lists), counted before it expands
+MAX_TESTS = 4096  # tests of one context (-p x -n x -d)
+MAX_FIT_CELLS = 1024  # budgets x contexts x KV types x placements of one fit
+
+
+def _range_count(first: int, last: int, op: str, step: int) -> int:
+    """How many values first-last+step (or *factor) holds, without listing them."""
+    if op == "+":
+        return (last - first) // step + 1
+    count, value = 0, first
+    while value <= last and count <= MAX_LIST_ITEMS:
+        count += 1
+        value = max(value * step, value + 1)
+    return count
+
+
 def _items(spec: Param, raw) -> list:
-    """The items of a list value: a comma string, a sequence, or one scalar; ranges expanded."""
+    """The items of a list value: a comma string, a sequence, or one scalar; ranges expanded (at most
+    MAX_LIST_ITEMS values, counted before anything is built)."""
     if isinstance(raw, (list, tuple)):
         pieces = list(raw)
     elif isinstance(raw, str):
+        if raw.count(",") >= MAX_LIST_ITEMS:
+            raise UsageError(f"{spec.name}: {raw.count(',') + 1:,} values: more than {MAX_LIST_ITEMS:,} in one list")
         pieces = [part.strip() for part in raw.split(",") if part.strip()]
         if not pieces:
             raise UsageError(f"{spec.name}: empty list")
@@ -532,17 +581,34 @@ def _items(spec: Param, raw) -> list:
     out = []
     for piece in pieces:
         m = _RANGE.match(piece) if isinstance(piece, str) and spec.sweep else None
-        if m and spec.parse in (tokens, positive_int, nonneg_int):
+        if m and spec.parse in INT_PARSERS:
             first, last, step = spec.parse(m[1]), spec.parse(m[2]), spec.parse(m[4])
             if m[3] == "+" and step < 1 or m[3] == "*" and step < 2 or last < first:
                 raise UsageError(f"{spec.name}: '{piece}' is not a range (write first-last+step or first-last*factor)")
+            count = _range_count(first, last, m[3], step)
+            if len(out) + count > MAX_LIST_ITEMS:
+                raise UsageError(f"{spec.name}: '{piece}' holds {count:,} values: more than {MAX_LIST_ITEMS:,} in one "
+                                 "list (take a larger step)")
             value = first
             while value <= last:
                 out.append(value)
                 value = value + step if m[3] == "+" else max(value * step, value + 1)
         else:
             out.append(spec.parse(piece))
+        if len(out) > MAX_LIST_ITEMS:
+            raise UsageError(f"{spec.name}: more than {MAX_LIST_ITEMS:,} values in one list")
     return out
+
+
+def check_plan_size(what: str, factors: Mapping[str, int], limit: int) -> int:
+    """The product of a plan's list lengths; one line giving the count when it is past `limit`."""
+    total = 1
+    for n in factors.values():
+        total *= max(1, n)
+    if total > limit:
+        product = " x ".join(f"{n:,} {name}" for name, n in factors.items() if n > 1)
+        raise UsageError(f"{what}: {total:,} ({product}): more than {limit:,}; split it into smaller runs")
+    return total
 
 
 def parse_value(name: str, raw, *, listed: bool):
@@ -572,6 +638,7 @@ def expand(values: Mapping[str, Iterable], base: Params | None = None) -> list[P
         return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
     lists = [alternatives(n) for n in names]
+    check_plan_size("the sweep's configurations", {n: len(v) for n, v in zip(names, lists)}, MAX_CONFIGURATIONS)
     return [base.replace(**dict(zip(names, combo))) for combo in itertools.product(*lists)]
 
 
@@ -622,7 +689,7 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
             default = (default,)
         shown = spec.shown_default or (",".join(spec.show(v) for v in default) if isinstance(default, tuple)
                                        else spec.show(default))
-        ranges = spec.parse in (tokens, positive_int, nonneg_int)
+        ranges = spec.parse in INT_PARSERS
         help_text = helps.get(name, spec.help) + ((", comma list or range" if ranges else ", comma list") if listed else "")
         if default is not None and default != () and spec.action is None:
             help_text += f" (default {shown})"

@@ -44,7 +44,7 @@ class ModelSource:
     entry: CatalogEntry | None  # set for a catalog id
     path: Path | None  # set for a GGUF file (for a remote one: the sparse local copy of its header)
     label: str
-    url: str | None = None  # set for a remote GGUF (https:// or hf://)
+    url: str | None = None  # set for a remote GGUF (https:// or hf://), credentials and query left out
 
     @property
     def is_catalog(self) -> bool:
@@ -83,7 +83,7 @@ def resolve(model: str) -> ModelSource:
         raise BadModelFile("no model given")
     if remote.is_remote(model):
         meta, local = _read_remote(model)
-        return ModelSource(meta, None, local, file_label(local, _catalog_ids()), url=model)
+        return ModelSource(meta, None, local, file_label(local, _catalog_ids()), url=remote.redact(model))
     if looks_like_path(model):
         path = Path(model)
         meta = gguf_file.read_metadata(path)
@@ -105,9 +105,10 @@ def read_any(model: str):
 
 
 def _read_remote(model: str):
-    """(metadata, local sparse copy) of a remote GGUF, the parts of a split set fetched beside the first."""
+    """(metadata, local sparse copy) of a remote GGUF, the parts of a split set fetched beside the first; the
+    metadata's source is the URL as shown (no password, no query string)."""
     fetched = remote.fetch_header(model, cache_dir())
     meta = gguf_file.read_metadata(
         fetched.path, part=lambda index, count: remote.fetch_header(remote.part_url(model, index, count),
                                                                     cache_dir()).path)
-    return replace(meta, source=model), fetched.path
+    return replace(meta, source=remote.redact(model)), fetched.path

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent / "llamabench"
 LAYERS = (
     ("core", ("errors", "units", "serial", "params", "cache_types", "gguf_keys", "metadata", "architectures",
               "layout", "footprint", "runtimes", "layer_split", "allocations", "verification", "weights", "speed", "stats", "validate",
-              "inspection", "projector", "versions", "paths", "bandwidth")),
-    ("adapters", ("gguf_file", "catalog", "remote", "sysinfo")),
+              "inspection", "projector", "versions", "paths", "bandwidth", "safe_text")),
+    ("adapters", ("outputs", "gguf_file", "catalog", "remote", "sysinfo")),
     ("llama.cpp runs", ("llama",)),
     ("services", ("twin", "source", "bench", "fit")),
     ("records", ("results",)),

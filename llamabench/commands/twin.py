@@ -9,6 +9,7 @@ from pathlib import Path
 from .. import params
 from .. import source as model_source
 from ..errors import UsageError
+from ..outputs import check_output
 from ..twin.build import write_twin
 from ..units import mib
 
@@ -29,11 +30,9 @@ def run(args: argparse.Namespace) -> int:
     out = args.out or Path(f"{source.label}-twin.gguf")
     if out.is_dir():
         raise UsageError(f"--out {out} is a folder: give the file to write, e.g. {out / (source.label + '-twin.gguf')}")
-    for folder in out.parents:
-        if folder.exists():
-            if not folder.is_dir():
-                raise UsageError(f"--out {out}: {folder} is a file, not a folder")
-            break
+    check_output(out, "twin")  # before any work: not the model itself, a link or a device
+    if out.exists() and out.stat().st_size > 0 and _magic(out) != b"GGUF":
+        raise UsageError(f"--out {out}: an existing file that is not a GGUF; not writing a twin over it")
     show = sys.stderr.isatty()
 
     def progress(done: int, total: int) -> None:
@@ -51,3 +50,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"twin of {source.name} ({g.architecture}): {g.n_layer} layers ({layout}), "
           f"hidden size {g.n_embd}; check it with: llamabench verify {result.path}")
     return 0
+
+
+def _magic(path: Path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(4)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..results.records import RooflineRecord
 from ..units import MIB
 from .fields import Field, table
@@ -42,8 +44,9 @@ def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
     return "\n".join([
         f"{record.model.name} ({record.model.architecture}): decode speed at depth, predicted",
         f"  weights   {record.weights_read_per_token / MIB:.1f} MiB read per decoded token: {record.weights_basis}",
-        f"  model     time per token = bytes / {m.bandwidth / 1e9:.1f} GB/s + attention FLOPs / "
-        f"{m.compute / 1e12:.2f} TFLOPS ({m.basis})",
+        f"  model     time per token = bytes / {m.bandwidth / 1e9:.1f} GB/s"
+        + (f" + attention FLOPs / {m.compute / 1e12:.2f} TFLOPS" if math.isfinite(m.compute)
+           else " (attention compute not limiting)") + f" ({m.basis})",
         f"  KV        K {p.type_k}, V {p.type_v}; full GQA: every mixer layer cached as full attention, no recurrent "
         "state"] + ([f"  split     {record.split_basis}; t/s: the first card alone"] if record.split_basis else [])
         + ["", rows])

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
+import re
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -12,6 +15,7 @@ from ..fit.search import PlacementKind
 from ..footprint import KvPoint, kv_curve
 from ..inspection import Inspection, f16_kv_bytes_per_token
 from ..layout import geometry_from_metadata
+from ..outputs import make_folder, write_atomically
 from ..params import Params
 from ..render.bench import memory_table, speed_table
 from ..render.fit import markdown_report
@@ -21,6 +25,33 @@ from ..units import MIB
 from . import plots
 from .kv_record import KIND_WORDS, KvEfficiencyRecord, build_record
 from .load import ModelResults
+
+
+FOLDER_NAME_MAX = 100  # characters (ASCII: bytes too), far below the 255 a file system allows
+_NOT_FOLDER_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def folder_name(label: str) -> str:
+    """A model label (read from a results file: untrusted) as one safe folder name: [A-Za-z0-9._-] only, no
+    leading dot or dash, at most FOLDER_NAME_MAX characters, never empty; where cleaning changed the label, a
+    short hash of it is added, so that two labels never land silently in one folder."""
+    name = _NOT_FOLDER_SAFE.sub("-", label).lstrip(".-")
+    if name and name == label and len(name) <= FOLDER_NAME_MAX:
+        return name
+    digest = hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"{name[:FOLDER_NAME_MAX - 11]}-{digest}" if name else f"model-{digest}"
+
+
+def report_folder(parent: Path, label: str) -> Path:
+    """parent / the label's folder name, checked to resolve inside parent."""
+    target = parent / folder_name(label)
+    try:
+        inside = target.resolve().is_relative_to(parent.resolve())
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        raise LlamabenchError(f"{target}: cannot be resolved ({exc})") from None
+    if not inside:
+        raise LlamabenchError(f"{target}: resolves outside {parent} (a link?): not written")
+    return target
 
 
 def _kv_at(curve: tuple[KvPoint, ...], ins: Inspection, n_ctx: int) -> int:
@@ -93,9 +124,10 @@ def roofline_series(bench: list) -> list[dict]:
 def _roofline_md(series: list[dict]) -> str:
     lines = []
     for s in series:
-        lines.append(f"**{s['label']}**: time per token = bytes / {s['bandwidth_gbps']:.1f} GB/s + attention FLOPs / "
-                     f"{s['compute_tflops']:.3f} TFLOPS ({s['basis']}); measured peak bandwidth "
-                     f"{s['peak_gbps']} GB/s\n")
+        compute = (f" + attention FLOPs / {s['compute_tflops']:.3f} TFLOPS" if math.isfinite(s["compute_tflops"])
+                   else ", attention compute not limiting")
+        lines.append(f"**{s['label']}**: time per token = bytes / {s['bandwidth_gbps']:.1f} GB/s{compute} "
+                     f"({s['basis']}); measured peak bandwidth {s['peak_gbps']} GB/s\n")
         rows = [[f"{p['depth']:,}", f"{p['bytes_per_token'] / MIB:.1f}", f"{p['measured']:.2f}", f"{p['predicted']:.2f}",
                  f"{(p['predicted'] - p['measured']) / p['measured'] * 100:+.1f}%",
                  "-" if p["mbu"] is None else f"{p['mbu'] * 100:.1f}%", f"{p['full_gqa']:.2f}"] for p in s["points"]]
@@ -124,10 +156,7 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
     if ins_record is None:
         raise LlamabenchError(f"{results.label}: the results hold no inspect record "
                               f"(run `llamabench inspect MODEL --results FILE` for this model)")
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise LlamabenchError(f"{out_dir}: cannot be made a report folder ({exc.strerror})") from None
+    make_folder(out_dir, "report folder")
     inspection, curve = ins_record.inspection, ins_record.kv_curve
     name = results.name or inspection.name
 
@@ -141,17 +170,20 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
         records.append(build_record(results.label, name, inspection, results.verify, results.bench, n_ctx, kv_at,
                                     results.latest_fit.fit if results.latest_fit else None))
     stored = [r.to_dict() for r in records]
-    (out_dir / "record.json").write_text(json.dumps(stored if len(stored) > 1 else stored[0], indent=2) + "\n")
+    record_json = json.dumps(stored if len(stored) > 1 else stored[0], indent=2) + "\n"
+    write_atomically(out_dir / "record.json", record_json, "report file")
 
     fit = results.latest_fit.fit if results.latest_fit else None
     all_rows = [r for r in fit.rows if r.placement.kind is PlacementKind.ALL] if fit else []
     weights_on_card = all_rows[0].parts.weights if all_rows else None
     reserve = all_rows[0].parts.reserve if all_rows else 0
-    comparisons = dict(_comparison_curve(c, curve[-1].n_ctx) for c in compare)
-    written = plots.kv_vs_context(out_dir, name, curve, comparisons, weights_on_card, reserve)
-    if fit:
-        n_ctx = fit.contexts[0]
-        written += plots.budget_bars(out_dir, name, [r for r in fit.rows if r.settings.n_ctx == n_ctx], n_ctx)
+    written = []
+    if curve:  # an inspect record read back may hold none
+        comparisons = dict(_comparison_curve(c, curve[-1].n_ctx) for c in compare)
+        written += plots.kv_vs_context(out_dir, name, curve, comparisons, weights_on_card, reserve)
+    fit_rows = [r for r in fit.rows if r.settings.n_ctx == fit.contexts[0]] if fit else []
+    if fit_rows:
+        written += plots.budget_bars(out_dir, name, fit_rows, fit.contexts[0])
     series = roofline_series(results.bench)
     if results.bench:
         written += plots.speed_vs_depth(out_dir, name, results.bench)
@@ -162,7 +194,7 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
         written += plots.theory_vs_measured(out_dir, name, components)
 
     md = _markdown(results, name, inspection, stored, fit, components, written, sources, series)
-    (out_dir / "report.md").write_text(md)
+    write_atomically(out_dir / "report.md", md, "report file")
     return [str(p) for p in written] + [str(out_dir / "record.json"), str(out_dir / "report.md")], records
 
 

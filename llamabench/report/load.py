@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LlamabenchError
+from ..outputs import note_input
 from ..results.records import BenchRecord, FitRecord, InspectRecord, Record, RooflineRecord, VerifyRecord, read_records
 
 
@@ -60,6 +61,7 @@ def load_results(paths: list[Path]) -> tuple[dict[str, ModelResults], list[str]]
         path = Path(path)
         if not path.exists():
             raise LlamabenchError(f"{path}: no such results file")
+        note_input(path)  # an input of the report: none of its files may be written over it
         read = read_records(path)
         warnings += read.warnings
         if not read.records:

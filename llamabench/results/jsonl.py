@@ -12,28 +12,19 @@ import stat
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import LlamabenchError
+from ..outputs import OutputError, check_results_file
 
 
-class ResultsFileError(LlamabenchError):
+class ResultsFileError(OutputError):
     """A results file that cannot be written or read."""
 
 
 def check_destination(path: Path) -> None:
-    """Fail before any measurement when `path` cannot take appended records."""
-    if path.exists():
-        if not stat.S_ISREG(path.stat().st_mode):
-            raise ResultsFileError(f"{path}: not a regular file (results are appended to a JSON Lines file)")
-        if not os.access(path, os.W_OK):
-            raise ResultsFileError(f"{path}: not writable")
-        return
-    for folder in (path.parent, *path.parent.parents):
-        if folder.exists():
-            if not folder.is_dir():
-                raise ResultsFileError(f"{path}: {folder} is not a folder")
-            if not os.access(folder, os.W_OK):
-                raise ResultsFileError(f"{path}: the folder {folder} is not writable")
-            return
+    """Fail before any measurement when `path` cannot take appended records (outputs.check_results_file)."""
+    try:
+        check_results_file(path)
+    except OutputError as exc:
+        raise ResultsFileError(str(exc)) from None
 
 
 def append_line(path: Path, record: dict) -> None:
@@ -46,16 +37,35 @@ def append_line(path: Path, record: dict) -> None:
 
 
 def _append(path: Path, line: str) -> None:
+    """Append one line, or leave the file as it was: a full disk leaves no torn record and no new empty file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as f:
-        f.seek(0, os.SEEK_END)
-        if f.tell() > 0:
-            f.seek(-1, os.SEEK_END)
-            if f.read(1) != b"\n":  # a torn line from a killed run: close it off
-                line = "\n" + line
-        f.write(line.encode("utf-8"))
-        f.flush()
-        os.fsync(f.fileno())
+    created = not path.exists()
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)  # never a link
+    with os.fdopen(fd, "a+b") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ResultsFileError(f"{path}: not a regular file (results are appended to a JSON Lines file)")
+        size = f.seek(0, os.SEEK_END)
+        try:
+            if size > 0:
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) != b"\n":  # a torn line from a killed run: close it off
+                    line = "\n" + line
+            f.write(line.encode("utf-8"))
+            f.flush()
+            os.fsync(f.fileno())
+        except OSError:
+            _undo(path, fd, size, created)
+            raise
+
+
+def _undo(path: Path, fd: int, size: int, created: bool) -> None:
+    try:
+        if created:
+            path.unlink()
+        else:
+            os.ftruncate(fd, size)
+    except OSError:
+        pass
 
 
 NOT_JSON = object()  # a line that is not JSON: a torn write, binary, another format
@@ -74,5 +84,5 @@ def read_lines(path: Path) -> Iterator[tuple[int, object]]:
                 continue
             try:
                 yield number, json.loads(text.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # not UTF-8, not JSON, an integer past 4300 digits
                 yield number, NOT_JSON

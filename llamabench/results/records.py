@@ -6,11 +6,18 @@ naming the kind and version; `from_dict` reads it back, and `from_dict(to_dict(x
 `read_records` reads a file: a line that is not JSON (a torn write) or not a llamabench record is
 passed over with a warning naming it, a record of another schema version too; a record of this
 version that does not parse is an error naming its line.
+
+A results file travels between machines, so everything in it is untrusted: its strings are escaped
+(`safe_text`: no escape sequence or forged line reaches a terminal), its values are structured strictly
+(`serial`: an int is an int, a float finite) and checked for sense (`check_values`: sample times, token
+counts and speeds positive, byte counts not negative, contexts within llama.cpp's uint32); a record that
+fails is a broken record, an error naming its line.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from enum import StrEnum
@@ -23,10 +30,11 @@ from ..bench.measure import Measurement, Memory, Roofline
 from ..fit.advice import run_line
 from ..fit.result import FitResult
 from ..fit.verify import FitVerification
-from ..footprint import Footprint, KvPoint
+from ..footprint import Footprint, KvPoint, pad
 from ..inspection import Inspection
 from ..metadata import ModelRef
 from ..params import BenchTest, Params
+from ..safe_text import escaped_tree
 from ..speed import SpeedModel
 from ..sysinfo import Machine, this_machine
 from ..verification import Check, all_ok
@@ -72,11 +80,17 @@ class Record:
     def summary(self) -> dict:
         return {}
 
+    def inconsistency(self) -> str | None:
+        """What in this record contradicts itself (read back from a file), or None."""
+        return None
+
     @classmethod
     def from_dict(cls, data: dict):
         if data.get("schema") != cls.kind.schema:
             raise serial.ShapeError(f"{cls.__name__}: schema {data.get('schema')!r} is not {cls.kind.schema!r}")
-        return serial.from_dict(cls, {k: v for k, v in data.items() if k not in ("schema", "summary")})
+        record = serial.from_dict(cls, {k: v for k, v in data.items() if k not in ("schema", "summary")})
+        check_values(record)
+        return record
 
     @property
     def host(self) -> str:
@@ -157,6 +171,12 @@ class FitRecord(Record):
     def rows(self):
         return self.fit.rows
 
+    def inconsistency(self) -> str | None:
+        fit = self.fit
+        missing = [name for name, values in (("rows", fit.rows), ("budgets", fit.budgets), ("contexts", fit.contexts))
+                   if not values]
+        return f"a fit of no {' and no '.join(missing)}" if missing else None
+
     @property
     def ok(self) -> bool:
         return self.verify is None or self.verify.ok
@@ -220,6 +240,17 @@ class BenchRecord(Record):
     @property
     def ok(self) -> bool:
         return bool(self.samples_ns) and self.reason is None
+
+    def inconsistency(self) -> str | None:
+        if not self.samples_ns and self.reason is None:
+            return "neither samples nor a reason why it failed"
+        test = self.test
+        if self.ok and test.depth + test.n_tokens > pad(max(self.params.n_ctx, 1)):
+            return f"a test of {test.depth} + {test.n_tokens} tokens measured in a context of {self.params.n_ctx}"
+        rf = self.roofline
+        if rf and (rf.full_gqa_bytes_per_token is None) != (rf.full_gqa_attention_flops is None):
+            return "roofline: full_gqa_bytes_per_token and full_gqa_attention_flops go together"
+        return None
 
     @property
     def status(self) -> str:
@@ -294,6 +325,62 @@ class RooflineRecord(Record):
     kind: ClassVar[RecordKind] = RecordKind.ROOFLINE
 
 
+serial.allow_infinity(SpeedModel, "compute")  # attention compute not limiting: bytes-only calibration, --bandwidth
+
+# the sense of the numbers of a record, by field name, or Class.field (every dataclass in it): serial already
+# made them ints below 2**63 and finite floats. Every number is >= 0 but those named here as possibly negative;
+# those named positive are > 0 (what a speed, a time or a division is made of).
+MAY_BE_NEGATIVE = frozenset({"prio", "cache_ram_mib", "rss_delta", "gpu_delta"})
+POSITIVE = frozenset({"samples_ns", "n_tokens", "repetitions", "tok_s", "full_gqa_tok_s", "measured_tok_s",
+                      "split_tok_s", "SpeedModel.bandwidth", "SpeedModel.compute", "peak_gbps", "copy_gbps",
+                      "triad_gbps",
+                      "Roofline.weights_bytes", "Roofline.bytes_per_token", "Roofline.full_gqa_bytes_per_token",
+                      "RooflineRow.bytes_per_token", "RooflineRow.full_gqa_bytes_per_token",
+                      "weights_read_per_token"})
+CONTEXT_MAX = 2**32  # llama.cpp's n_ctx is a uint32_t: contexts, depths and token counts stay below it
+CONTEXTS = frozenset({"n_ctx", "n_ctx_seq", "n_ctx_train", "depth", "n_tokens", "max_n_ctx", "contexts", "cells",
+                      "n_batch", "n_ubatch"})
+
+
+def check_values(record) -> None:
+    """ShapeError naming the first value of the record that makes no sense (a negative size, a zero time)."""
+    wrong = _wrong(record, "$")
+    if wrong is None:
+        wrong = record.inconsistency()
+    if wrong:
+        raise serial.ShapeError(f"{type(record).__name__}: {wrong}")
+
+
+def _wrong(value, path: str, name: str = "") -> str | None:
+    """The first senseless number under `value` (`name`: its field, as Class.field), or None."""
+    if dataclasses.is_dataclass(value):
+        for f in dataclasses.fields(value):
+            wrong = _wrong(getattr(value, f.name), f"{path}.{f.name}", f"{type(value).__name__}.{f.name}")
+            if wrong is not None:
+                return wrong
+    elif isinstance(value, (tuple, list)):
+        return next((w for i, v in enumerate(value) if (w := _wrong(v, f"{path}[{i}]", name)) is not None), None)
+    elif isinstance(value, dict):
+        return next((w for k, v in value.items() if (w := _wrong(v, f"{path}[{str(k)[:40]!r}]", name)) is not None),
+                    None)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _wrong_number(value, path, name)
+    return None
+
+
+def _wrong_number(value: int | float, path: str, qualified: str) -> str | None:
+    name = qualified.rpartition(".")[2]
+    if (name in POSITIVE or qualified in POSITIVE) and not value > 0:
+        return f"{path} must be positive, got {value:g}"
+    if value < 0 and name not in MAY_BE_NEGATIVE:
+        return f"{path} cannot be negative, got {value:g}"
+    if name in CONTEXTS and value > CONTEXT_MAX:
+        return f"{path} is beyond llama.cpp's 2**32, got {value:g}"
+    if isinstance(value, float) and not math.isfinite(value) and (qualified, value) != ("SpeedModel.compute", math.inf):
+        return f"{path} must be finite"
+    return None
+
+
 RECORD_TYPES: dict[str, type[Record]] = {t.kind.schema: t for t in (InspectRecord, VerifyRecord, FitRecord,
                                                                        BenchRecord, RooflineRecord)}
 KIND_BY_NAME = {k.value: k for k in RecordKind}
@@ -334,12 +421,17 @@ def read_records(path: Path) -> ReadResult:
         if value is jsonl.NOT_JSON:
             warnings.append(f"{where}: not JSON (a torn write?), passed over")
             continue
+        try:
+            value = escaped_tree(value)  # every string printable: no escape sequence, no forged line
+        except RecursionError:
+            warnings.append(f"{where}: nested too deeply for a llamabench record, passed over")
+            continue
         kind, version = _schema_kind(value.get("schema") if isinstance(value, dict) else None)
         if kind is None:
             warnings.append(f"{where}: not a llamabench record, passed over")
             continue
         if version != str(SCHEMA_VERSION):
-            warnings.append(f"{where}: a {kind} record of schema version {version}; this llamabench reads version "
+            warnings.append(f"{where}: a {kind} record of schema version {version[:40]}; this llamabench reads version "
                             f"{SCHEMA_VERSION}: passed over")
             continue
         try:

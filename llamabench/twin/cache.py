@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import shutil
+import sys
+import tempfile
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable
 
 from .. import architectures
 from ..metadata import ModelMetadata
-from ..paths import cache_dir
+from ..outputs import OutputError
+from ..paths import CACHE_ENV, cache_dir
 from . import build, context, writer
 from .build import family_for, write_twin
 
@@ -27,10 +33,31 @@ def cached_file(kind_folder: str, meta: ModelMetadata, label: str, extra_files: 
     digest = hashlib.sha256(json.dumps(sorted(meta.keys.items()), default=str).encode())
     for name in files:
         digest.update(Path(name).read_bytes())
-    path = cache_dir() / kind_folder / f"{label}-{digest.hexdigest()[:10]}.gguf"
-    if not path.exists():
+    name = f"{label[:100]}-{digest.hexdigest()[:10]}.gguf"
+    path = cache_dir() / kind_folder / name
+    if path.exists():
+        return path
+    try:
         write(meta, path)  # the writer renames a finished file into place (writer.write_gguf)
+    except OutputError as exc:  # a read-only or full cache: this run's own temporary folder instead
+        try:
+            fallback = _run_folder() / kind_folder / name
+            if not fallback.exists():
+                write(meta, fallback)
+        except (OSError, OutputError):
+            raise exc from None
+        print(f"llamabench: warning: {exc}; wrote it to {fallback.parent} for this run instead (set "
+              f"{CACHE_ENV} to a writable folder to keep it)", file=sys.stderr)
+        return fallback
     return path
+
+
+@lru_cache(maxsize=1)
+def _run_folder() -> Path:
+    """A temporary folder of this process, removed at exit."""
+    folder = Path(tempfile.mkdtemp(prefix="llamabench-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def cached_twin(meta: ModelMetadata, label: str) -> Path:

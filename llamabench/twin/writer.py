@@ -15,6 +15,7 @@ import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, GGUFWriter
 
 from ..errors import LlamabenchError
+from ..outputs import OutputError, check_output, make_folder, temporary_beside
 
 ALIGNMENT = 32  # GGUF default general.alignment
 N_VOCAB = 3 + 256  # <unk>, <s>, </s> and the 256 byte tokens
@@ -118,8 +119,9 @@ def write_gguf(
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise LlamabenchError(f"twin: duplicated tensor names {dup}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.part")  # two processes may write the same cached twin
+    check_output(path, "GGUF")
+    make_folder(path.parent, f"the folder of {path.name}")
+    tmp = temporary_beside(path)  # two processes may write the same cached twin
     try:
         writer = GGUFWriter(tmp, architecture)
         for key, value in keys.items():
@@ -151,8 +153,15 @@ def write_gguf(
                 if progress:
                     progress(i + 1, total)
             f.truncate(offset)
+    except OSError as exc:  # a full or read-only disk: nothing left behind, one line
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"{path}: cannot be written ({exc.strerror or type(exc).__name__})") from None
     except BaseException:  # a failed or interrupted write leaves nothing behind
         tmp.unlink(missing_ok=True)
         raise
-    os.replace(tmp, path)
+    try:
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OutputError(f"{path}: cannot be written ({exc.strerror or type(exc).__name__})") from None
     return offset
