@@ -6,25 +6,19 @@ BACKEND ?= cpu
 VENV    := .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed-$(BACKEND)
-CMAKE_ARGS_cpu    := -DGGML_RPC=on
-CMAKE_ARGS_cuda   := -DGGML_RPC=on -DGGML_CUDA=on
-CMAKE_ARGS_vulkan := -DGGML_RPC=on -DGGML_VULKAN=on
-CMAKE_ARGS_metal  := -DGGML_RPC=on -DGGML_METAL=on
 comma    := ,
 EXTRAS   := $(if $(filter cuda,$(BACKEND)),test$(comma)gpu,test)
-LIBDIR   = $$($(PY) -c 'import importlib.util, pathlib; print(pathlib.Path(importlib.util.find_spec("llama_cpp").origin).parent / "lib")')
 
 .PHONY: demo test test-fast install clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/install_llama_cpp.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	CMAKE_ARGS="$(CMAKE_ARGS_$(BACKEND))" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install -q -e '.[$(EXTRAS)]'
-	@# pip's wheel cache does not key on CMAKE_ARGS: rebuild when the cached wheel lacks the wanted backends
-	@if [ ! -e "$(LIBDIR)/libggml-rpc.so" ] || { [ "$(BACKEND)" != cpu ] && ! ls "$(LIBDIR)" | grep -qi "$(BACKEND)"; }; then \
-	  echo "rebuilding llama-cpp-python with $(CMAKE_ARGS_$(BACKEND)) (about 9 minutes)"; \
-	  CMAKE_ARGS="$(CMAKE_ARGS_$(BACKEND))" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install -q \
-	    --force-reinstall --no-deps --no-binary llama-cpp-python "llama-cpp-python==0.3.36"; fi
+	@# a GPU backend first, built past pip's wheel cache (which does not key on CMAKE_ARGS); the package then keeps it
+	bash scripts/install_llama_cpp.sh $(BACKEND) $(PY) --first
+	CMAKE_ARGS="-DGGML_RPC=on" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install -q -e '.[$(EXTRAS)]'
+	@# then checked in the installed lib/ (the CPU build is rebuilt where the cached wheel has no RPC)
+	bash scripts/install_llama_cpp.sh $(BACKEND) $(PY)
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
