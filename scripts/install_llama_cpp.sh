@@ -21,16 +21,17 @@ libdir() { "$PY" -c 'import importlib.util, pathlib; s = importlib.util.find_spe
 has() { local d; d="$(libdir)"; [ -n "$d" ] && ls "$d" 2>/dev/null | grep -q "^$1\."; }
 
 if [ "$BACKEND" = vulkan ]; then
-  if ! command -v glslc >/dev/null 2>&1 || ! grep -qs LayerSettingEXT /usr/include/vulkan/vulkan_handles.hpp; then
-    SETUP="$HERE/../shared/tools/setup_vulkan_lavapipe.sh"
-    if [ -x "$SETUP" ] || [ -f "$SETUP" ]; then
-      INC="$(bash "$SETUP" | tail -1)"
-      grep -qs LayerSettingEXT /usr/include/vulkan/vulkan_handles.hpp || ARGS="$ARGS -DVulkan_INCLUDE_DIR=$INC"
-    elif ! command -v glslc >/dev/null 2>&1; then
-      echo "install_llama_cpp.sh: the Vulkan build needs glslc and the Vulkan headers: apt-get install libvulkan-dev glslc spirv-headers mesa-vulkan-drivers (Ubuntu 24.04+ / Debian 13+)" >&2
-      exit 1
-    fi
+  SETUP="$HERE/../shared/tools/setup_vulkan_lavapipe.sh"
+  fresh() { grep -qs LayerSettingEXT "$1/vulkan/vulkan_handles.hpp"; }
+  INC="${VULKAN_INCLUDE_DIR:-/usr/include}"
+  if ! command -v glslc >/dev/null 2>&1 || ! fresh "$INC"; then
+    if [ -f "$SETUP" ]; then INC="$(bash "$SETUP" | tail -1)"; fi
   fi
+  if ! command -v glslc >/dev/null 2>&1 || ! fresh "$INC"; then
+    echo "install_llama_cpp.sh: the Vulkan build needs glslc and Vulkan headers 1.3.261 or newer (those in $INC are older): apt-get install libvulkan-dev glslc spirv-headers mesa-vulkan-drivers on Ubuntu 24.04+ / Debian 13+, or set VULKAN_INCLUDE_DIR to newer headers" >&2
+    exit 1
+  fi
+  [ "$INC" = /usr/include ] || ARGS="$ARGS -DVulkan_INCLUDE_DIR=$INC"
 fi
 
 if [ "$BACKEND" = cpu ]; then
