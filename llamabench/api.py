@@ -35,8 +35,8 @@ from .inspection import inspect as inspect_metadata
 from .layer_split import layer_counts, layer_devices
 from .layout import geometry_from_metadata
 from .llama.worker import dry_runs
-from .params import (DEFAULT_N_CTX, MAX_FIT_CELLS, SCHEMA, BenchTest, Budget, Params, bench_tests, check_plan_size,
-                     expand, parse_value, params_from)
+from .params import (DEFAULT_N_CTX, MAX_FIT_CELLS, SCHEMA, BenchTest, Budget, Card, Params, bench_tests,
+                     check_plan_size, expand, parse_value, params_from)
 from .projector import projector_from_metadata
 from .runtimes import RuntimeConfig, parse_runtime
 from .report.build import report_folder, write_report
@@ -49,6 +49,7 @@ from .source import ModelSource, read_any, resolve
 from .twin.shape import published_weights
 from .verification import MatrixCell, MatrixResult, compare, describe, matrix_params
 from .versions import these_versions
+from .units import GIB
 
 PathLike = str | os.PathLike
 
@@ -178,7 +179,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     for name, default in FIT_DEFAULTS.items():
         given.setdefault(name, default)
     values = _values(given, FIT_PARAMS, FIT_LISTS)
-    budgets = list(parse_value("vram", vram, listed=True)) if vram is not None else list(SCHEMA["vram"].default)
+    budgets = list(parse_value("vram", vram, listed=True)) if vram is not None else default_budgets()
     reserve_bytes = parse_value("reserve", reserve, listed=False) if reserve is not None else SCHEMA["reserve"].default
     ram_budget = parse_value("ram", ram, listed=False) if ram is not None else None
     if cpu_only and ram_budget is None:
@@ -256,6 +257,16 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     verification = verify_fit(result, session, given=bool(placements)) if verify else None
     record = FitRecord(model=source.model_block(result.architecture), fit=result, verify=verification)
     return _save(results, record)
+
+
+def default_budgets() -> list[Budget]:
+    """fit without --vram: on a GPU build, its GPUs' free memory now (ggml_backend_dev_memory, as llama-fit-params
+    takes it), one machine of all of them, labelled so; elsewhere the 16 and 24 GiB cards to compare."""
+    gpus = [d for d in engine.device_memory() if d["name"] in engine.gpu_devices()]
+    if not gpus:
+        return list(SCHEMA["vram"].default)
+    cards = tuple(Card(f"{d['name']} free {d['free_bytes'] / GIB:.2f}GiB", d["free_bytes"]) for d in gpus)
+    return [Budget("+".join(c.label for c in cards), sum(c.bytes for c in cards), cards if len(cards) > 1 else ())]
 
 
 def _split_mode_budgets(budgets: list[Budget], split_mode: str, main_gpu: int) -> list[Budget]:

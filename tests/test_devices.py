@@ -245,6 +245,10 @@ def test_bench_rpc_spreads_the_model_and_names_every_device(gemma, tmp_path):
     assert record.devices == tuple(f"RPC0[{h}]" for h in hosts)
     kv = record.allocations.kv_buffers_mib
     assert kv[f"RPC0[{hosts[0]}]"] > kv[f"RPC0[{hosts[1]}]"] > 0  # -ts 3,1: most layers on the first host
+    # each device's memory from ggml (ggml_backend_dev_memory: every backend, not only NVML's cards)
+    memory = {d.description: d for d in record.memory.devices}  # ggml names an RPC device RPCn, described by HOST:PORT
+    assert all(memory[h].total_bytes > 0 and memory[h].name.startswith("RPC") for h in hosts)
+    assert record.backend == "RPC0 + RPC0"  # named as llama.cpp names the devices, not "GPU"; no port
 
 
 def test_bench_rpc_to_nothing_is_one_line(capsys):

@@ -1,5 +1,5 @@
 """Fuzzing the command line: mutated GGUF headers (a twin, a metadata-only file, the real Gemma 3 270M) and
-abused arguments, each run as a user would run it, in its own process.
+abused arguments, each run as a user would run it, in its own process (tests/fuzz_harness.py).
 
 Every case must end in one of two ways: an honest success (exit 0), or one `llamabench: error:` line
 and a non-zero exit. Never a traceback, never a death by signal, never a hang (wall-time bound),
@@ -11,17 +11,12 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import subprocess
-import sys
-import time
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import psutil
 import pytest
 
 import real_model
+from fuzz_harness import Case, run_campaign, summary
 from llamabench import catalog
 from llamabench.twin.build import write_twin
 from llamabench.twin.writer import write_gguf
@@ -31,39 +26,6 @@ pytestmark = pytest.mark.slow
 WALL_S = 90  # per case
 RSS_BYTES = 3 * 2**30  # per case, the whole process tree
 SEED = 20261203
-
-
-def run_case(argv: list[str], env: dict) -> tuple[str, str]:
-    """(class, detail) of one CLI run."""
-    start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "llamabench.cli", *argv], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env,
-                            start_new_session=True)
-    peak = 0
-    while proc.poll() is None:
-        try:
-            tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-            peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
-        except psutil.Error:
-            pass
-        if time.monotonic() - start > WALL_S:
-            os.killpg(proc.pid, 9)
-            proc.wait()
-            return "hang", " ".join(argv)
-        time.sleep(0.05)
-    err = proc.stderr.read()
-    if peak > RSS_BYTES:
-        return "over memory", f"{peak / 2**30:.1f} GiB: {' '.join(argv)}"
-    if "Traceback" in err:
-        return "traceback", err[-400:]
-    if proc.returncode < 0:
-        return "signal death", f"{proc.returncode}: {' '.join(argv)}"
-    errors = [line for line in err.splitlines() if not line.startswith("llamabench: warning:")]
-    if proc.returncode == 0:
-        return "honest success", ""
-    if len(errors) == 1 and errors[0].startswith("llamabench: error:") and len(errors[0]) < 1000:
-        return "one-line error", errors[0]
-    return "not one line", err[-400:]
 
 
 def mutate(data: bytearray, rng: random.Random, header_end: int) -> bytearray:
@@ -149,7 +111,7 @@ def abuse_with_files(tmp: Path) -> list[list[str]]:
 
 def test_fuzz_the_command_line(tmp_path):
     rng = random.Random(SEED)
-    env = dict(os.environ, LLAMABENCH_CACHE_DIR=str(tmp_path / "cache"))
+    env = {"LLAMABENCH_CACHE_DIR": str(tmp_path / "cache")}
     twin = write_twin(catalog.get_entry("qwen3-30b-a3b").metadata, tmp_path / "twin.gguf").path
     meta_only = tmp_path / "meta.gguf"
     write_gguf(meta_only, "qwen35moe", {"general.architecture": "qwen35moe", **{
@@ -173,12 +135,9 @@ def test_fuzz_the_command_line(tmp_path):
         cases += [["inspect", str(p)] for p in gemma_mutants[:15]]
         cases += [["verify", str(p), "--ctx", "2048"] for p in gemma_mutants[15:]]
     cases += ABUSE + abuse_with_files(tmp_path)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        outcomes = list(pool.map(lambda argv: run_case(argv, env), cases))
-    counts = Counter(kind for kind, _ in outcomes)
-    summary = ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items()))
-    print(f"\nfuzz: {len(cases)} cases: {summary}")
-    bad = [(kind, detail) for kind, detail in outcomes if kind not in ("honest success", "one-line error")]
-    assert not bad, f"{summary}\n" + "\n".join(f"{k}: {d}" for k, d in bad[:10])
+    counts, per_group, bad = run_campaign([Case("command line", argv, env=env, wall_s=WALL_S, rss_bytes=RSS_BYTES)
+                                           for argv in cases])
+    print(f"\nfuzz: {summary(counts, per_group)}")
+    assert not bad, summary(counts, per_group) + "\n" + "\n".join(f"{k}: {d}" for _, k, d in bad[:10])
     assert counts["one-line error"] > len(cases) // 2  # the mutations do break files
     shutil.rmtree(mutants)

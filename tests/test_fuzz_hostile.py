@@ -161,14 +161,13 @@ def own_cases(tmp: Path, stack: ExitStack) -> list[Case]:
         Case(argv=["inspect", MODEL_ID, "--results", str(fifo)], must_fail=True, **user),
         Case(argv=["report", str(records), "--out-dir", str(w / "records.jsonl")], must_fail=True, **user),
     ]
-    w_ok = sandbox("files-written")  # cases that write: a folder of their own, not watched by the others
+    w_ok, w_twin = sandbox("files-written"), sandbox("twin-written")  # cases that write: a folder each
     empty = w_ok / "empty.jsonl"
     empty.write_text("")
-    writes = (empty, w_ok / "new-twin.gguf")  # the two run side by side: each may see the other's file
     cases += [Case(group="2 user files", argv=["inspect", MODEL_ID, "--results", str(empty)], env=env, cwd=w_ok,
-                   watch=w_ok, allowed=writes),
-              Case(group="2 user files", argv=["twin", MODEL_ID, "--out", str(writes[1])], env=env,
-                   cwd=w_ok, watch=w_ok, allowed=writes)]
+                   watch=w_ok, allowed=(empty,)),
+              Case(group="2 user files", argv=["twin", MODEL_ID, "--out", str(w_twin / "new-twin.gguf")], env=env,
+                   cwd=w_twin, watch=w_twin, allowed=(w_twin / "new-twin.gguf",))]
     if os.path.lexists(device):
         cases += [Case(argv=["twin", MODEL_ID, "--out", str(device)], must_fail=True, **user),
                   Case(argv=["inspect", MODEL_ID, "--results", str(device)], must_fail=True, **user)]

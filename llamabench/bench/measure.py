@@ -13,14 +13,34 @@ from ..params import BenchTest, Params, TestKind
 
 
 @dataclass(frozen=True)
+class DeviceMemory:
+    """One device's memory around context creation, from ggml (`ggml_backend_dev_memory`, every backend)."""
+
+    name: str  # as llama.cpp names it: Vulkan0, CUDA0, Metal, RPC0[127.0.0.1:50052]
+    description: str  # the device itself: llvmpipe (LLVM 15.0.6, 256 bits), NVIDIA GeForce RTX 4090
+    total_bytes: int
+    free_after_bytes: int
+    free_before_bytes: int | None = None  # None for a device registered by the context itself (an RPC server)
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.description})" if self.description and self.description != self.name else self.name
+
+    @property
+    def used_delta_bytes(self) -> int | None:
+        return None if self.free_before_bytes is None else self.free_before_bytes - self.free_after_bytes
+
+
+@dataclass(frozen=True)
 class Memory:
-    """The process and the GPU around context creation (psutil, NVML)."""
+    """The process and the devices around context creation (psutil; ggml for every backend; NVML for NVIDIA)."""
 
     rss_before_bytes: int
     rss_after_bytes: int
-    gpu_used_before_bytes: int | None = None
+    gpu_used_before_bytes: int | None = None  # NVML, all NVIDIA GPUs
     gpu_used_after_bytes: int | None = None
-    gpu_note: str | None = None  # why there is no GPU figure
+    gpu_note: str | None = None  # why there is no NVML figure
+    devices: tuple[DeviceMemory, ...] = ()  # every non-CPU device llama.cpp sees, in its order
 
     @property
     def rss_delta_bytes(self) -> int:

@@ -14,7 +14,7 @@ from ..allocations import Allocations
 from ..bandwidth import PeakBandwidth
 from ..llama.worker import run_child
 from ..params import BenchTest, Params
-from .measure import Measurement, Memory
+from .measure import DeviceMemory, Measurement, Memory
 
 Event = Callable[[str, dict], None]  # progress: ("cell" | "alloc" | "fill" | "measured" | "cell_done", data)
 
@@ -37,8 +37,10 @@ def peak_bandwidth(gpu: bool) -> PeakBandwidth:
 
 def _memory(event: dict) -> Memory:
     gb = event.get("gpu_used_before_bytes")
+    devices = tuple(DeviceMemory(d["name"], d["description"], d["total_bytes"], d["free_bytes"], d["free_before_bytes"])
+                    for d in event.get("devices", ()))
     return Memory(event["rss_before_bytes"], event["rss_after_bytes"], gb, event.get("gpu_used_after_bytes"),
-                  None if gb is not None else sysinfo.gpu_note())
+                  None if gb is not None else sysinfo.gpu_note(), devices)
 
 
 def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], repetitions: int, *,

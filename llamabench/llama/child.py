@@ -16,6 +16,7 @@ import time
 from .. import serial, sysinfo
 from ..errors import LlamabenchError
 from ..params import BenchTest, Params
+from . import engine
 from .engine import DryRunModel, Session
 from .process import die_with_parent
 
@@ -31,6 +32,7 @@ def _create(job: dict):
     rpc = job.get("rpc")
     rss_before = sysinfo.process_rss_bytes()
     gpu_before = sysinfo.gpu_used_bytes()
+    devices_before = {d["name"]: d["free_bytes"] for d in engine.device_memory()}
     start = time.perf_counter()
     try:
         session = Session(job["path"], params, rpc=rpc, threadpool=job["job"] == "bench")
@@ -41,7 +43,8 @@ def _create(job: dict):
          n_params=session.n_params, model_desc=session.model_desc, n_ctx=session.n_ctx,
          rss_before_bytes=rss_before, rss_after_bytes=sysinfo.process_rss_bytes(),
          gpu_used_before_bytes=gpu_before, gpu_used_after_bytes=sysinfo.gpu_used_bytes(),
-         create_seconds=time.perf_counter() - start)
+         create_seconds=time.perf_counter() - start,
+         devices=[{**d, "free_before_bytes": devices_before.get(d["name"])} for d in engine.device_memory()])
     return session
 
 

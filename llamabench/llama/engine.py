@@ -81,7 +81,8 @@ def captured_log():
             _buffer = None
 
 
-GGML_BACKEND_DEVICE_TYPE_GPU = 1  # ggml-backend.h: CPU 0, GPU 1, IGPU 2, ACCEL 3
+GGML_BACKEND_DEVICE_TYPE_CPU = 0  # ggml-backend.h: CPU 0, GPU 1, IGPU 2, ACCEL 3
+GGML_BACKEND_DEVICE_TYPE_GPU = 1
 
 
 def _ggml():
@@ -96,6 +97,11 @@ def _ggml():
         libggml.ggml_backend_dev_type.restype = ctypes.c_int
         libggml.ggml_backend_dev_name.argtypes = [ctypes.c_void_p]
         libggml.ggml_backend_dev_name.restype = ctypes.c_char_p
+        libggml.ggml_backend_dev_description.argtypes = [ctypes.c_void_p]
+        libggml.ggml_backend_dev_description.restype = ctypes.c_char_p
+        libggml.ggml_backend_dev_memory.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
+                                                    ctypes.POINTER(ctypes.c_size_t)]
+        libggml.ggml_backend_dev_memory.restype = None
         libggml._llamabench_typed = True
     return libggml
 
@@ -115,6 +121,24 @@ def gpu_devices() -> list[str]:
             if not name.startswith("RPC"):
                 names.append(name)
     return names
+
+
+def device_memory() -> list[dict]:
+    """Free and total memory of every device but the CPU (CUDA, Vulkan, Metal, RPC...), as llama.cpp's own fit
+    reads it (`ggml_backend_dev_memory`, common/fit.cpp): backend-neutral, where NVML sees NVIDIA cards only."""
+    _ensure_logging()
+    lib = _ggml()
+    out = []
+    for i in range(int(lib.ggml_backend_dev_count())):
+        dev = lib.ggml_backend_dev_get(i)
+        if lib.ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU:
+            continue
+        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
+        out.append({"name": lib.ggml_backend_dev_name(dev).decode("utf-8", errors="replace"),
+                    "description": (lib.ggml_backend_dev_description(dev) or b"").decode("utf-8", errors="replace"),
+                    "free_bytes": int(free.value), "total_bytes": int(total.value)})
+    return out
 
 
 def supports_gpu_offload() -> bool:

@@ -17,6 +17,7 @@ fails is a broken record, an error naming its line.
 from __future__ import annotations
 
 import dataclasses
+import re
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -41,6 +42,7 @@ from ..verification import Check, all_ok
 from ..versions import Versions, these_versions
 from . import jsonl
 
+RPC_ENDPOINT = re.compile(r"\[.*\]$")  # RPC0[127.0.0.1:50052]
 SCHEMA_VERSION = 2
 SCHEMA_PREFIX = "llamabench/"
 
@@ -279,7 +281,17 @@ class BenchRecord(Record):
 
     @property
     def backend(self) -> str:
-        return "GPU" if self.params.n_gpu_layers else "CPU"
+        """The devices that hold the context's buffers, as llama.cpp names them, with what each device is
+        (`Vulkan0 (llvmpipe ...)`, `CUDA0 (NVIDIA GeForce RTX 4090)`, `RPC0`), or CPU. A record without
+        allocations (a failed context) says GPU where it asked for layers on one."""
+        if self.allocations is None:
+            return "GPU" if self.params.n_gpu_layers else "CPU"
+        cards = self.allocations.card_names
+        if not cards:
+            return "CPU"
+        described = {d.name: d.label for d in self.memory.devices} if self.memory else {}
+        # an RPC device by its number alone: its HOST:PORT changes from run to run, the series should not
+        return " + ".join(RPC_ENDPOINT.sub("", c) if c.startswith("RPC") else described.get(c, c) for c in cards)
 
     @property
     def series(self) -> str:
