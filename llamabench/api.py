@@ -34,7 +34,7 @@ from .footprint import compute_footprint, kv_curve
 from .inspection import inspect as inspect_metadata
 from .layer_split import layer_counts, layer_devices
 from .layout import geometry_from_metadata
-from .llama.worker import dry_runs
+from .llama.worker import device_memory, dry_runs
 from .params import (DEFAULT_N_CTX, MAX_FIT_CELLS, SCHEMA, BenchTest, Budget, Card, Params, bench_tests,
                      check_plan_size, expand, parse_value, params_from)
 from .projector import projector_from_metadata
@@ -179,7 +179,8 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     for name, default in FIT_DEFAULTS.items():
         given.setdefault(name, default)
     values = _values(given, FIT_PARAMS, FIT_LISTS)
-    budgets = list(parse_value("vram", vram, listed=True)) if vram is not None else default_budgets()
+    budgets = (list(parse_value("vram", vram, listed=True)) if vram is not None
+               else list(SCHEMA["vram"].default) if cpu_only else default_budgets())
     reserve_bytes = parse_value("reserve", reserve, listed=False) if reserve is not None else SCHEMA["reserve"].default
     ram_budget = parse_value("ram", ram, listed=False) if ram is not None else None
     if cpu_only and ram_budget is None:
@@ -262,7 +263,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
 def default_budgets() -> list[Budget]:
     """fit without --vram: on a GPU build, its GPUs' free memory now (ggml_backend_dev_memory, as llama-fit-params
     takes it), one machine of all of them, labelled so; elsewhere the 16 and 24 GiB cards to compare."""
-    gpus = [d for d in engine.device_memory() if d["name"] in engine.gpu_devices()]
+    gpus = [d for d in device_memory() if d["is_gpu"] and not d["name"].startswith("RPC")]
     if not gpus:
         return list(SCHEMA["vram"].default)
     cards = tuple(Card(f"{d['name']} free {d['free_bytes'] / GIB:.2f}GiB", d["free_bytes"]) for d in gpus)

@@ -9,7 +9,6 @@ Each refusal or failure is one `OutputError` line naming the path.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from .errors import LlamabenchError
 
-RECORD_SCHEMA_PREFIX = "llamabench/"
+RECORD_SCHEMA_PREFIX = "llamabench/"  # as results.records.SCHEMA_PREFIX (a lower layer: not imported from there)
 SCAN_LINES = 64  # lines read to find a llamabench record before appending to a file
 SCAN_BYTES = 1 << 20
 TORN_RECORD = re.compile(rb'^\{"schema":\s?"llamabench/[a-z]+-rec')
@@ -38,6 +37,14 @@ def note_input(path: str | os.PathLike) -> None:
         return
     if stat.S_ISREG(st.st_mode):
         _inputs.setdefault((st.st_dev, st.st_ino), str(path))
+
+
+def _same_file(path: str, st: os.stat_result) -> bool:
+    try:
+        now = os.stat(path)
+    except OSError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
 
 
 def _reason(exc: OSError) -> str:
@@ -62,7 +69,7 @@ def check_output(path: str | os.PathLike, what: str = "output") -> Path:
         if not stat.S_ISREG(st.st_mode):
             raise OutputError(f"{path}: not a regular file (a FIFO, socket or device); not writing the {what} there")
         source = _inputs.get((st.st_dev, st.st_ino))
-        if source is not None:
+        if source is not None and _same_file(source, st):  # not an inode reused after the input was deleted
             raise OutputError(f"{path}: is an input of this run ({source}); writing the {what} there would destroy "
                               "it (give another path)")
         if not os.access(path, os.W_OK):
@@ -103,8 +110,9 @@ def holds_records(path: Path) -> bool:
     """True when one of the first lines of `path` is a llamabench record (a torn or foreign line may precede it),
     or the start of one torn by a killed run (llamabench writes the schema first)."""
     with open(path, "rb") as f:
-        for n, raw in enumerate(f):
-            if n >= SCAN_LINES or f.tell() > SCAN_BYTES + len(raw):
+        for n in range(SCAN_LINES):
+            raw = f.readline(SCAN_BYTES)  # bounded: a file with no newline is not read whole
+            if not raw or f.tell() > SCAN_BYTES:
                 return False
             if TORN_RECORD.match(raw):
                 return True
@@ -131,14 +139,25 @@ def check_results_file(path: str | os.PathLike) -> Path:
 
 def write_atomically(path: str | os.PathLike, data: bytes | str, what: str = "output") -> Path:
     """Write a whole file under a temporary name beside it, then rename it into place."""
-    path = check_output(path, what)
-    make_folder(path.parent, f"the folder of the {what}")
-    tmp = path.with_name(f".{path.name[:200]}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as f:
+    def write(tmp: Path) -> None:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)  # never through a planted link
+        with os.fdopen(fd, "wb") as f:
             f.write(data.encode("utf-8") if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
+
+    return write_with(path, write, what)
+
+
+def write_with(path: str | os.PathLike, write, what: str = "output") -> Path:
+    """`write(tmp)` writes a temporary file beside `path` (a plot's savefig, say), then it is renamed over `path`:
+    the file is whole or as it was (a full disk, a kill, an error of the writer). An OSError is one line."""
+    path = check_output(path, what)
+    make_folder(path.parent, f"the folder of the {what}")
+    tmp = temporary_beside(path)
+    _remove(tmp)  # a stale one of a dead process with this pid (a link there is removed, not followed)
+    try:
+        write(tmp)
         os.replace(tmp, path)
     except OSError as exc:
         _remove(tmp)
@@ -159,7 +178,3 @@ def _remove(path: Path) -> None:
         path.unlink()
     except OSError:
         pass
-
-
-def is_out_of_space(exc: OSError) -> bool:
-    return exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)

@@ -16,7 +16,7 @@ CACHE_ENV = "LLAMABENCH_CACHE_DIR"
 REPORTS_ENV = "LLAMABENCH_REPORTS_DIR"
 CATALOG_ENV = "LLAMABENCH_CATALOG"
 HTTP_TIMEOUT_ENV = "LLAMABENCH_HTTP_TIMEOUT"
-DEFAULT_HTTP_TIMEOUT_S = 30.0
+DEFAULT_HTTP_TIMEOUT_S = 120.0  # the whole header read: 30 MB of a big vocabulary over a slow link
 MAX_HTTP_TIMEOUT_S = 3600.0
 
 
@@ -62,7 +62,7 @@ def catalog_override() -> Path | None:
 
 
 def http_timeout() -> float:
-    """LLAMABENCH_HTTP_TIMEOUT in seconds (default 30): the deadline of one remote header read, all requests."""
+    """LLAMABENCH_HTTP_TIMEOUT in seconds (default 120): the deadline of one remote header read, all requests."""
     raw = os.environ.get(HTTP_TIMEOUT_ENV)
     if raw is None or not raw.strip():
         return DEFAULT_HTTP_TIMEOUT_S

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 
 # C0 controls (tab, newline and CR too: one value is one line), DEL, C1 controls, line/paragraph
-# separators, and the bidirectional embeddings, overrides and isolates that reorder what a terminal shows
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+# separators, the bidirectional embeddings, overrides and isolates that reorder what a terminal shows, and lone
+# surrogates (JSON's "\ud800": no encoder can print or write them)
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\ud800-\udfff]")
 
 
 def _escape(match: re.Match) -> str:

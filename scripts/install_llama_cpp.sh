@@ -8,8 +8,9 @@
 # Vulkan: Debian 12's headers (1.3.239) are older than ggml-vulkan needs (vk::LayerSettingEXT); where they are, the newer
 # headers of ../shared/tools/setup_vulkan_lavapipe.sh are used (it also installs Mesa's software device, lavapipe).
 set -euo pipefail
-BACKEND="$1"; PY="$2"; FIRST="${3:-}"; VERSION="0.3.36"
+BACKEND="$1"; PY="$2"; FIRST="${3:-}"
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
+VERSION="$(sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' "$HERE/pyproject.toml" | head -1)"  # the one pin
 case "$BACKEND" in
   cpu)    ARGS="-DGGML_RPC=on"; LIB="" ;;
   cuda)   ARGS="-DGGML_RPC=on -DGGML_CUDA=on"; LIB="libggml-cuda" ;;
@@ -19,6 +20,8 @@ case "$BACKEND" in
 esac
 libdir() { "$PY" -c 'import importlib.util, pathlib; s = importlib.util.find_spec("llama_cpp"); print(pathlib.Path(s.origin).parent / "lib" if s else "")'; }
 has() { local d; d="$(libdir)"; [ -n "$d" ] && ls "$d" 2>/dev/null | grep -q "^$1\."; }
+
+if [ "$BACKEND" != cpu ] && has "$LIB" && has libggml-rpc; then exit 0; fi  # built already: nothing to check
 
 if [ "$BACKEND" = vulkan ]; then
   SETUP="$HERE/../shared/tools/setup_vulkan_lavapipe.sh"
@@ -38,7 +41,6 @@ if [ "$BACKEND" = cpu ]; then
   if [ "$FIRST" = --first ] || has libggml-rpc; then exit 0; fi  # the wheel pip installed (from its cache, or a GPU build) already has RPC
   echo "rebuilding llama-cpp-python $VERSION with $ARGS, bypassing pip's wheel cache (about 9 minutes)"
 else
-  if has "$LIB" && has libggml-rpc; then exit 0; fi
   echo "building llama-cpp-python $VERSION with $ARGS, bypassing pip's wheel cache (10-20 minutes)"
 fi
 CMAKE_ARGS="$ARGS" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$PY" -m pip install -q --no-cache-dir \

@@ -32,6 +32,25 @@ def test_an_input_is_never_an_output(tmp_path):
         outputs.check_output(hard)
 
 
+def test_a_deleted_input_does_not_block_a_new_file_on_its_inode(tmp_path):
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"x")
+    outputs.note_input(model)
+    model.unlink()
+    model.write_bytes(b"y")  # may reuse the inode: it is not the input any more, only if the path still holds it
+    reused = tmp_path / "other.json"
+    reused.write_bytes(b"z")
+    assert outputs.check_output(reused) == reused
+
+
+def test_a_file_with_no_newline_is_not_read_whole_to_find_records(tmp_path):
+    big = tmp_path / "zeros.jsonl"
+    with open(big, "wb") as f:
+        f.truncate(8 << 30)  # 8 GiB of zeros, sparse: read whole it would not fit the memory bound
+    with pytest.raises(OutputError, match="holds no llamabench records"):
+        outputs.check_results_file(big)
+
+
 @pytest.mark.parametrize("make, why", [
     (lambda p: p.symlink_to(p.with_name("target")), "symbolic link"),  # never through a link, even a dangling one
     (lambda p: os.mkfifo(p), "not a regular file"),  # a FIFO would block, and be replaced by a file
@@ -175,6 +194,7 @@ def test_proc_self_mem_is_one_line():
     ("\x1b]0;pwned\x07", "\\x1b]0;pwned\\x07"),  # retitles the terminal
     ("ok\nall match", "ok\\x0aall match"),  # forges a line
     ("\u202eeman", "\\u202eeman"),  # reverses what the terminal shows
+    ("a\ud800b", "a\\ud800b"),  # a lone surrogate (JSON "\\ud800"): no encoder could print or write it
     ("Qwen3.5 35B-A3B é", "Qwen3.5 35B-A3B é"),  # ordinary text as it is
 ])
 def test_control_characters_are_escaped(raw, shown):

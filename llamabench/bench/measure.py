@@ -23,10 +23,6 @@ class DeviceMemory:
     free_before_bytes: int | None = None  # None for a device registered by the context itself (an RPC server)
 
     @property
-    def label(self) -> str:
-        return f"{self.name} ({self.description})" if self.description and self.description != self.name else self.name
-
-    @property
     def used_delta_bytes(self) -> int | None:
         return None if self.free_before_bytes is None else self.free_before_bytes - self.free_after_bytes
 

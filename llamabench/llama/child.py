@@ -32,7 +32,7 @@ def _create(job: dict):
     rpc = job.get("rpc")
     rss_before = sysinfo.process_rss_bytes()
     gpu_before = sysinfo.gpu_used_bytes()
-    devices_before = {d["name"]: d["free_bytes"] for d in engine.device_memory()}
+    devices_before = {(d["name"], d["description"]): d["free_bytes"] for d in engine.device_memory()}
     start = time.perf_counter()
     try:
         session = Session(job["path"], params, rpc=rpc, threadpool=job["job"] == "bench")
@@ -44,7 +44,8 @@ def _create(job: dict):
          rss_before_bytes=rss_before, rss_after_bytes=sysinfo.process_rss_bytes(),
          gpu_used_before_bytes=gpu_before, gpu_used_after_bytes=sysinfo.gpu_used_bytes(),
          create_seconds=time.perf_counter() - start,
-         devices=[{**d, "free_before_bytes": devices_before.get(d["name"])} for d in engine.device_memory()])
+         devices=[{**d, "free_before_bytes": devices_before.get((d["name"], d["description"]))}
+                  for d in engine.device_memory()])
     return session
 
 
@@ -171,6 +172,9 @@ def main() -> int:
     try:
         if job["job"] == "dry_runs":
             serve_dry_runs(job)
+            return 0
+        if job["job"] == "devices":  # asked in a child: on CUDA the query makes a context on every GPU
+            emit("devices", devices=engine.device_memory())
             return 0
         run_job(job)
     except Exception as exc:  # report, then let the parent record the failure

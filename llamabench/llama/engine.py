@@ -83,6 +83,7 @@ def captured_log():
 
 GGML_BACKEND_DEVICE_TYPE_CPU = 0  # ggml-backend.h: CPU 0, GPU 1, IGPU 2, ACCEL 3
 GGML_BACKEND_DEVICE_TYPE_GPU = 1
+GGML_BACKEND_DEVICE_TYPE_IGPU = 2
 
 
 def _ggml():
@@ -131,13 +132,15 @@ def device_memory() -> list[dict]:
     out = []
     for i in range(int(lib.ggml_backend_dev_count())):
         dev = lib.ggml_backend_dev_get(i)
-        if lib.ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_CPU:
+        kind = int(lib.ggml_backend_dev_type(dev))
+        if kind == GGML_BACKEND_DEVICE_TYPE_CPU:
             continue
         free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
         lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
         out.append({"name": lib.ggml_backend_dev_name(dev).decode("utf-8", errors="replace"),
                     "description": (lib.ggml_backend_dev_description(dev) or b"").decode("utf-8", errors="replace"),
-                    "free_bytes": int(free.value), "total_bytes": int(total.value)})
+                    "free_bytes": int(free.value), "total_bytes": int(total.value),
+                    "is_gpu": kind in (GGML_BACKEND_DEVICE_TYPE_GPU, GGML_BACKEND_DEVICE_TYPE_IGPU)})
     return out
 
 

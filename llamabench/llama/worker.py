@@ -95,6 +95,16 @@ def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
     return ChildExit(proc.returncode, failure)
 
 
+def device_memory() -> list[dict]:
+    """Every non-CPU device llama.cpp sees, with its free and total bytes (engine.device_memory), read in a
+    child: the query makes a context on every CUDA GPU, which would stay in this process and cost its memory."""
+    found: list[dict] = []
+    outcome = run_child({"job": "devices"}, lambda e: found.extend(e.get("devices", ())))
+    if outcome.failure:
+        raise EngineError(f"llama.cpp could not list its devices ({outcome.failure})")
+    return found
+
+
 CELL_BOOKKEEPING_BYTES = 64  # llama.cpp's per-cell KV metadata, allocated even in a dry run (measured: ~52 B)
 
 

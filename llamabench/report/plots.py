@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
 from pathlib import Path
-from typing import Callable
 
 from ..fit.advice import short_placement
 from ..footprint import KvPoint
-from ..outputs import OutputError, check_output, temporary_beside
+from ..outputs import write_with
 from ..params import DEFAULT_N_CTX
 from ..units import GIB
 
@@ -30,21 +27,6 @@ def _plt():
     return plt
 
 
-def write_with(path: Path, write: Callable[[Path], object]) -> Path:
-    """`write(tmp)` to a temporary name beside `path`, then renamed over it: the file is whole or as it was (a
-    full disk, a kill); outputs' guard first (no link, no input of the run). An OSError is one OutputError line."""
-    check_output(path, "report file")
-    tmp = temporary_beside(path)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise OutputError(f"{path}: cannot write the report file ({exc.strerror or exc})") from None
-    return path
-
-
 def _save(fig, out_dir: Path, name: str) -> list[Path]:
     import matplotlib.pyplot as plt
 
@@ -52,7 +34,7 @@ def _save(fig, out_dir: Path, name: str) -> list[Path]:
         return lambda tmp: fig.savefig(tmp, format=ext, bbox_inches="tight")
 
     try:
-        return [write_with(out_dir / f"{name}.{ext}", saver(ext)) for ext in ("png", "svg")]
+        return [write_with(out_dir / f"{name}.{ext}", saver(ext), "report file") for ext in ("png", "svg")]
     finally:
         fig.clear()
         plt.close(fig)

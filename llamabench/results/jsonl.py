@@ -6,6 +6,7 @@ line over with its number, and `records.read_records` decides what to do with it
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import stat
@@ -37,13 +38,17 @@ def append_line(path: Path, record: dict) -> None:
 
 
 def _append(path: Path, line: str) -> None:
-    """Append one line, or leave the file as it was: a full disk leaves no torn record and no new empty file."""
+    """Append one line, or leave the file as it was: a full disk leaves no torn record and no new empty file.
+    The file is locked while it is written, so that undoing a failed write never touches another run's records."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    created = not path.exists()
-    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)  # never a link
+    try:
+        fd, created = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644), True
+    except FileExistsError:
+        fd, created = os.open(path, os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK), False  # never a link
     with os.fdopen(fd, "a+b") as f:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise ResultsFileError(f"{path}: not a regular file (results are appended to a JSON Lines file)")
+        fcntl.flock(fd, fcntl.LOCK_EX)
         size = f.seek(0, os.SEEK_END)
         try:
             if size > 0:
@@ -59,8 +64,10 @@ def _append(path: Path, line: str) -> None:
 
 
 def _undo(path: Path, fd: int, size: int, created: bool) -> None:
+    """Back to `size` (under the lock, nobody else wrote since); a file this append created and that holds
+    nothing else is removed."""
     try:
-        if created:
+        if created and size == 0:
             path.unlink()
         else:
             os.ftruncate(fd, size)

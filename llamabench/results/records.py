@@ -281,17 +281,14 @@ class BenchRecord(Record):
 
     @property
     def backend(self) -> str:
-        """The devices that hold the context's buffers, as llama.cpp names them, with what each device is
-        (`Vulkan0 (llvmpipe ...)`, `CUDA0 (NVIDIA GeForce RTX 4090)`, `RPC0`), or CPU. A record without
+        """The devices that hold the context's buffers, as llama.cpp names them (`Vulkan0`, `CUDA0`, `RPC0`), or
+        CPU; what each device is (`llvmpipe`, `NVIDIA GeForce RTX 4090`) is in `memory.devices`. A record without
         allocations (a failed context) says GPU where it asked for layers on one."""
         if self.allocations is None:
             return "GPU" if self.params.n_gpu_layers else "CPU"
         cards = self.allocations.card_names
-        if not cards:
-            return "CPU"
-        described = {d.name: d.label for d in self.memory.devices} if self.memory else {}
         # an RPC device by its number alone: its HOST:PORT changes from run to run, the series should not
-        return " + ".join(RPC_ENDPOINT.sub("", c) if c.startswith("RPC") else described.get(c, c) for c in cards)
+        return " + ".join(RPC_ENDPOINT.sub("", c) for c in cards) if cards else "CPU"
 
     @property
     def series(self) -> str:
