@@ -8,6 +8,7 @@ import sys
 
 from .commands import bench, demo, fit, inspect, report, roofline, twin, verify
 from .errors import LlamabenchError
+from .safe_text import escaped
 from .versions import __version__
 
 MODULES = {"inspect": inspect, "twin": twin, "verify": verify, "bench": bench, "fit": fit, "roofline": roofline,
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("LLAMABENCH_DEBUG") == "1":
             raise
         _quiet_stdout()
-        where = f" ({exc.filename})" if exc.filename else ""
+        where = f" ({escaped(str(exc.filename))})" if exc.filename else ""
         print(f"llamabench: error: cannot go on: {exc.strerror or type(exc).__name__}{where}", file=sys.stderr)
         return 1
 
