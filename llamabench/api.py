@@ -539,12 +539,10 @@ def report(results, *, out_dir: PathLike | None = None, compare=()) -> Report:
     if not models:
         raise UsageError("no records to report")
     out = Path(out_dir) if out_dir else None
-    written, folders = [], {}
+    written = []
     for label, results_of in models.items():
         # the label comes from the results file: one cleaned folder name, checked to stay inside the parent
         target = out if out and len(models) == 1 else report_folder(out or paths.reports_dir(), label)
-        if folders.setdefault(target, label) != label:
-            raise LlamabenchError(f"{target}: two model labels of the results would share this report folder")
         files_written, records = write_report(results_of, target, compare=list(comparisons),
                                               sources=[str(p) for p in files])
         written.append(ModelReport(label, str(target), tuple(files_written), tuple(records)))

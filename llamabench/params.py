@@ -104,7 +104,8 @@ class BenchTest:
 def bench_tests(n_prompt: Iterable[int], n_gen: Iterable[int], depths: Iterable[int]) -> list[BenchTest]:
     """The tests of one context in the order a child runs them: depths ascending, pp then tg."""
     n_prompt, n_gen, depths = list(n_prompt), list(n_gen), sorted(set(depths))
-    check_plan_size("the tests of one context", {"-p/-n values": len(n_prompt) + len(n_gen), "depths": len(depths)}, MAX_TESTS)
+    check_plan_size("the tests of one context", {"-p/-n values": len(n_prompt) + len(n_gen), "depths": len(depths)},
+                    MAX_TESTS)
     out = []
     for depth in depths:
         out += [BenchTest(TestKind.PP, p, depth) for p in n_prompt if p > 0]

@@ -25,7 +25,7 @@ def check_destination(path: Path) -> None:
     try:
         check_results_file(path)
     except OutputError as exc:
-        raise ResultsFileError(str(exc)) from None
+        raise ResultsFileError(str(exc), hint=exc.hint) from None
 
 
 def append_line(path: Path, record: dict) -> None:

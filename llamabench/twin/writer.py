@@ -15,7 +15,7 @@ import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, GGUFWriter
 
 from ..errors import LlamabenchError
-from ..outputs import OutputError, check_output, make_folder, temporary_beside
+from ..outputs import write_with
 
 ALIGNMENT = 32  # GGUF default general.alignment
 N_VOCAB = 3 + 256  # <unk>, <s>, </s> and the 256 byte tokens
@@ -119,10 +119,10 @@ def write_gguf(
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise LlamabenchError(f"twin: duplicated tensor names {dup}")
-    check_output(path, "GGUF")
-    make_folder(path.parent, f"the folder of {path.name}")
-    tmp = temporary_beside(path)  # two processes may write the same cached twin
-    try:
+    size = 0
+
+    def write(tmp: Path) -> None:  # to a temporary name; outputs.write_with renames it into place or removes it
+        nonlocal size
         writer = GGUFWriter(tmp, architecture)
         for key, value in keys.items():
             if key == "general.architecture":
@@ -153,15 +153,8 @@ def write_gguf(
                 if progress:
                     progress(i + 1, total)
             f.truncate(offset)
-    except OSError as exc:  # a full or read-only disk: nothing left behind, one line
-        tmp.unlink(missing_ok=True)
-        raise OutputError(f"{path}: cannot be written ({exc.strerror or type(exc).__name__})") from None
-    except BaseException:  # a failed or interrupted write leaves nothing behind
-        tmp.unlink(missing_ok=True)
-        raise
-    try:
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise OutputError(f"{path}: cannot be written ({exc.strerror or type(exc).__name__})") from None
-    return offset
+        size = offset
+
+    # two processes may write the same cached twin: each its own temporary name, the last rename wins
+    write_with(path, write, "GGUF")
+    return size
