@@ -76,6 +76,15 @@ class DeviceParts:
 
 
 PARTS = ("weights", "kv", "recurrent", "compute")
+
+
+@dataclass(frozen=True)
+class BufferBytes:
+    """One buffer type in llama.cpp's own memory breakdown (llama_get_memory_breakdown), in bytes."""
+
+    model: int = 0  # weights
+    context: int = 0  # KV cache and recurrent state together
+    compute: int = 0  # compute buffers (the output buffer is not in it)
 HOST = "system RAM"
 
 
@@ -96,6 +105,8 @@ class Allocations:
     compute_buffers_mib: dict[str, float] = field(default_factory=dict)
     output_buffers_mib: dict[str, float] = field(default_factory=dict)
     errors: tuple[str, ...] = ()
+    # llama.cpp's memory breakdown by buffer type, exact bytes (a dry run's only per-device weights); {}: not read
+    breakdown: dict[str, BufferBytes] = field(default_factory=dict)
 
     @property
     def kv_mib(self) -> float:
@@ -152,6 +163,12 @@ class Allocations:
         compute = side(self.compute_buffers_mib) + (side(self.output_buffers_mib) if name == HOST else 0)
         return DeviceParts(side(self.model_buffers_mib), side(self.kv_buffers_mib), side(self.rs_buffers_mib),
                            compute)
+
+    def breakdown_of(self, name: str) -> BufferBytes:
+        """The breakdown of one card (by buffer name), or of system RAM (`HOST`: every host buffer type)."""
+        keep = is_host_buffer if name == HOST else (lambda k: k == name)
+        rows = [b for k, b in self.breakdown.items() if keep(k)]
+        return BufferBytes(sum(b.model for b in rows), sum(b.context for b in rows), sum(b.compute for b in rows))
 
     def to_dict(self) -> dict:
         return serial.to_dict(self)

@@ -167,20 +167,22 @@ def runtime_config(runtime=None, *, n_seq=None, kv_unified=None, cache_ram=None,
 
 
 def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None, verify: bool = False,
+        emulate: bool = False,
         mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None, remote: bool = False,
         results: PathLike | None = None, runtime=None, n_seq=None, kv_unified=None, cache_ram=None,
         ctx_checkpoints=None, rpc=None, **params) -> FitRecord:
     """Does n_ctx fit on the card(s) beside the weights, with which KV type and placement, in the context the
     runtime creates (`runtime="llama-server"`, the default, or "llama-cpp-python"); `ram=` checks the host
     part; `verify=True` creates the answer for real (on the GPU, or an emulated card) and compares device by
-    device. `vram="24GiB+12GiB"` is one machine with two cards, `rpc="HOST:PORT,..."` adds remote hosts
+    device; `emulate=True` sizes on an emulated card even on a GPU build (a card you do not have: every tensor
+    type taken, no GPU's free memory as the budget). `vram="24GiB+12GiB"` is one machine with two cards, `rpc="HOST:PORT,..."` adds remote hosts
     (ggml-rpc-server) in front of them; `tensor_split=` fixes the -ts instead of searching it."""
     given = {k: v for k, v in params.items()}
     for name, default in FIT_DEFAULTS.items():
         given.setdefault(name, default)
     values = _values(given, FIT_PARAMS, FIT_LISTS)
     budgets = (list(parse_value("vram", vram, listed=True)) if vram is not None
-               else list(SCHEMA["vram"].default) if cpu_only else default_budgets())
+               else list(SCHEMA["vram"].default) if cpu_only or emulate else default_budgets())
     reserve_bytes = parse_value("reserve", reserve, listed=False) if reserve is not None else SCHEMA["reserve"].default
     ram_budget = parse_value("ram", ram, listed=False) if ram is not None else None
     if cpu_only and ram_budget is None:
@@ -199,6 +201,8 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
                          hint="use -ngl, or --runtime llama-server")
     if not config.is_server and (cache_ram is not None or ctx_checkpoints is not None):
         raise UsageError("--cache-ram and --ctx-checkpoints are llama-server's: Llama() keeps neither")
+    if cpu_only and emulate:
+        raise UsageError("--cpu-only puts everything in system RAM: it does not go with --emulate (a card)")
     if cpu_only and placements:
         raise UsageError("--cpu-only puts everything in system RAM: it does not go with -ngl or --n-cpu-moe")
     rpc_hosts = parse_value("rpc", rpc, listed=False) if rpc not in (None, "", ()) else ()
@@ -237,7 +241,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
                               reserve=reserve_bytes, verify=verify, ram_mode=cpu_only, runtime=config,
                               ram=None if cpu_only else ram_budget, remote=dry_run_hosts,
                               n_cards=max(len(b.devices) for b in budgets), tensor_split=tensor_split,
-                              local_offset=local_offset)
+                              local_offset=local_offset, emulate=emulate)
     if cpu_only:
         budgets = [Budget(f"{ram_budget.label} RAM", ram_budget.bytes)]
     if mmproj == "published":
@@ -247,6 +251,8 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     server_args: tuple[str, ...] = ("--rpc", ",".join(rpc_hosts)) if rpc_hosts else ()
     if values["split_mode"] == "none":
         server_args += ("-sm", "none", "-mg", str(values["main_gpu"]))
+    if cpu_only and session.gpu_build:  # no device, as the fit sized it: no GPU buffers for offloaded ops
+        server_args += ("-dev", "none")
     if mmproj:
         session.add_projector(projector_from_metadata(read_any(mmproj)), offload=not no_mmproj_offload)
         shown = remote_reader.redact(mmproj) if remote_reader.is_remote(mmproj) else mmproj  # printed: no password

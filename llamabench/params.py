@@ -510,6 +510,9 @@ _OPTIONS = (
     _p("ctx_checkpoints", ["-ctxcp", "--ctx-checkpoints"], nonneg_int, 32, "llama-server's context checkpoints per slot (its default 32)"),
     _p("verify", ["--verify"], on_off, False, "create the answer for real and compare, device by device",
        action="store_true"),
+    _p("emulate", ["--emulate"], on_off, False, "size (and verify) on an emulated card, llama.cpp's RPC backend on this "
+       "CPU, even on a GPU build: a card you do not have, its backend assumed to take every tensor type",
+       action="store_true"),
     _p("mmproj", ["--mmproj"], file_or_url, None, "a vision projector GGUF (local, https:// or hf://), or 'published' for "
        "a catalog model's own", metavar="FILE"),
     _p("no_mmproj_offload", ["--no-mmproj-offload"], on_off, False,

@@ -16,6 +16,7 @@ CACHE_ENV = "LLAMABENCH_CACHE_DIR"
 REPORTS_ENV = "LLAMABENCH_REPORTS_DIR"
 CATALOG_ENV = "LLAMABENCH_CATALOG"
 HTTP_TIMEOUT_ENV = "LLAMABENCH_HTTP_TIMEOUT"
+SHIM_ENV = "LLAMABENCH_SHIM_DIR"
 DEFAULT_HTTP_TIMEOUT_S = 120.0  # the whole header read: 30 MB of a big vocabulary over a slow link
 MAX_HTTP_TIMEOUT_S = 3600.0
 
@@ -38,6 +39,11 @@ def _folder(name: str, default: Path) -> Path:
 
 def cache_dir() -> Path:
     return _folder(CACHE_ENV, Path.home() / ".cache" / "llamabench")
+
+
+def shim_dir() -> Path:
+    """Where the memory-breakdown shim is compiled to (llama/breakdown.py), per libllama: the cache unless set."""
+    return _folder(SHIM_ENV, cache_dir() / "shim")
 
 
 def reports_dir() -> Path:

@@ -57,6 +57,7 @@ class WeightsBreakdown:
     tied_output_bytes: int = 0
     # (layer or None, class, file offset, bytes, split part) per tensor, in file order: for the host's mapped span
     tensor_spans: tuple[tuple[int | None, str, int, int, int], ...] = ()
+    tensor_names: tuple[str, ...] = ()  # the name of each of tensor_spans
 
     @property
     def total_bytes(self) -> int:
@@ -119,6 +120,18 @@ class WeightsBreakdown:
                 spans[part] = (min(first, off), max(last, off + n))
         return sum(last - first for first, last in spans.values())
 
+    def mapped_span(self, host_tensors: frozenset[str]) -> int | None:
+        """The host's mapped span (as host_mapped) for the tensors llama.cpp itself kept in system RAM, by name
+        (a dry run's placement: host layers, and any tensor a device refused). None where offsets are unknown."""
+        if len(self.tensor_names) != len(self.tensor_spans) or not any(span[2] for span in self.tensor_spans):
+            return None
+        spans: dict[int, tuple[int, int]] = {}
+        for name, (_, _, off, n, part) in zip(self.tensor_names, self.tensor_spans):
+            if name in host_tensors:
+                first, last = spans.get(part, (off, off + n))
+                spans[part] = (min(first, off), max(last, off + n))
+        return sum(last - first for first, last in spans.values())
+
     def has_experts(self) -> bool:
         return self.class_bytes("routed_experts") > 0
 
@@ -143,4 +156,5 @@ def breakdown(tensors: tuple[TensorInfo, ...], n_layer: int, recurrent_layers: s
     names = {t.name for t in tensors}
     tied = global_bytes.get("embeddings", 0) if "output.weight" not in names and "token_embd.weight" in names else 0
     return WeightsBreakdown(per_layer, global_bytes, n_layer, basis, tied_output_bytes=tied,
-                            tensor_spans=spans if scale_to_bytes is None else ())
+                            tensor_spans=spans if scale_to_bytes is None else (),
+                            tensor_names=tuple(t.name for t in tensors) if scale_to_bytes is None else ())

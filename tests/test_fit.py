@@ -10,6 +10,8 @@ from llamabench.allocations import Allocations
 from llamabench.cli import main
 from llamabench.fit.advice import llama_server_command
 from llamabench.fit.search import PlacementKind
+from llamabench.llama import engine
+from llamabench.llama.engine import NO_DEVICE
 from llamabench.llama.worker import run_child
 from llamabench.params import Params
 from llamabench.twin.build import write_twin
@@ -44,25 +46,31 @@ def test_fits_by_a_margin_and_misses_by_a_margin(twin_path):
     assert result.rows[summary[1]["row"]] == result.recommended("2GiB", 32768)
 
 
-def _allocated_bytes(path, settings: Params) -> int:
+def _allocated_bytes(path, settings: Params, rpc=None) -> int:
     """What a real context allocates, all buffers, created in a child as every context is."""
     events = []
-    run_child({"job": "create", "path": str(path), "params": settings.replace(repack=False, n_threads=1).to_dict()},
-              events.append)
+    run_child({"job": "create", "path": str(path), "params": settings.replace(repack=False, n_threads=1).to_dict(),
+               "rpc": rpc}, events.append)
     alloc = Allocations.from_dict(next(e for e in events if e["event"] == "alloc")["allocations"])
     return alloc.weights_bytes + alloc.kv_bytes + alloc.recurrent_bytes + alloc.compute_and_output_bytes
 
 
 def test_max_context_search_agrees_with_real_allocations(twin_path):
     budget = 300 * MIB
-    record = lb.fit(str(twin_path), verify=True, cpu_only=True, ram="300MiB", runtime="llama-cpp-python",
-                    n_ctx=2048, type_k="f16", type_v="f16")
+    # Llama() on a CPU build; on a GPU build llama-server -dev none (Llama() cannot leave the GPU out, and llama.cpp
+    # then keeps compute buffers for offloaded ops), one slot, nothing growing
+    gpu = bool(engine.gpu_devices())
+    runtime = dict(runtime="llama-server", n_seq=1, cache_ram=0, ctx_checkpoints=0) if gpu else dict(
+        runtime="llama-cpp-python")
+    record = lb.fit(str(twin_path), verify=True, cpu_only=True, ram="300MiB", n_ctx=2048, type_k="f16", type_v="f16",
+                    **runtime)
     assert record.verify.ok, record.verify
     row = record.rows[0]
     found = row.max_n_ctx
     assert found > 2048
-    assert _allocated_bytes(twin_path, row.settings.replace(n_ctx=found)) <= budget  # llama.cpp's own buffers
-    assert _allocated_bytes(twin_path, row.settings.replace(n_ctx=found + 256)) > budget  # one step above is over
+    rpc = [NO_DEVICE] if gpu else None
+    assert _allocated_bytes(twin_path, row.settings.replace(n_ctx=found), rpc) <= budget  # llama.cpp's own buffers
+    assert _allocated_bytes(twin_path, row.settings.replace(n_ctx=found + 256), rpc) > budget  # one step above is over
 
 
 def test_llama_server_prompt_cache_counts_in_a_cpu_only_budget(twin_path):
@@ -75,7 +83,7 @@ def test_llama_server_prompt_cache_counts_in_a_cpu_only_budget(twin_path):
 
 
 def test_builtin_default_verdict_for_16_and_24_gb(capsys):
-    assert main(["fit", "qwen3-5-35b-a3b"]) == 0
+    assert main(["fit", "qwen3-5-35b-a3b", "--emulate"]) == 0  # --emulate: 16/24 GiB even on a GPU build
     out = capsys.readouterr().out
     assert "16GiB (budget 16.00 GiB) at n_ctx 131072" in out and "24GiB (budget 24.00 GiB) at n_ctx 131072" in out
     for label in ("weights", "KV", "recurrent", "compute", "reserve"):

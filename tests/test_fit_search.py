@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from conftest import model
-from llamabench.fit.search import Fitter, FitRow, Parts, Placement, PlacementKind, recommend
+from llamabench.fit.search import ComputeSplit, Fitter, FitRow, Parts, Placement, PlacementKind, recommend
 from llamabench import serial
 from llamabench.params import Budget, Params
 from llamabench.footprint import compute_footprint
@@ -124,3 +124,30 @@ def test_recommend_gives_up_the_least():
 def test_fit_rows_round_trip():
     row = fitter().rows(Budget("16GiB", 16 * GIB), Params(n_ctx=4096))[0]
     assert serial.from_dict(FitRow, serial.to_dict(row)) == row
+
+
+def test_a_backend_that_refuses_a_tensor_keeps_it_on_the_host():
+    """Where the dry run read what the backend took (a GPU build), the card holds that and the host maps the refused
+    tensor too: llama.cpp keeps a tensor whose type or size the device refuses on the CPU (buft_supported), and its
+    mapped span then reaches from the first to the last host tensor in the file."""
+    laid = []
+    offset = 0
+    for t in tensors(tied=False):  # file order: token_embd, output_norm, output, then the layers
+        laid.append(TensorInfo(t.name, t.shape, t.ggml_type, t.n_bytes, offset=offset + 32))
+        offset += t.n_bytes + 32
+    weights = breakdown(tuple(laid), N_LAYER, set(), basis="test")
+    s, placement = Params(n_ctx=4096), Placement(PlacementKind.ALL)
+    theory = Fitter(GEOMETRY, weights, fake_compute, reserve=0)
+    by_theory, host_by_theory = theory.evaluate(s, placement)
+    assert host_by_theory.weights == 100 * MIB  # token_embd alone
+    refused = by_theory.weights - 100 * MIB  # the output matrix stays on the CPU
+
+    def backend(settings: Params) -> ComputeSplit:
+        return ComputeSplit(card=fake_compute(settings), weights=(refused,), host_weights=200 * MIB,
+                            host_tensors=frozenset({"token_embd.weight", "output.weight"}))
+
+    parts, host = Fitter(GEOMETRY, weights, backend, reserve=0).evaluate(s, placement)
+    assert parts.weights == refused and parts.kv == by_theory.kv  # KV still with its layers
+    # the span from token_embd to the end of output.weight: output_norm (4096 B) and the padding in between
+    assert host.weights == 200 * MIB + 4096 + 2 * 32
+    assert theory.theory_weights(placement) == (by_theory.weights,)

@@ -34,7 +34,8 @@ def compute_close(predicted: int, allocated: int) -> bool:
 
 def started(path: str, n_ctx: int, **fit_options):
     """Fit one placement, start its printed llama-server line on an emulated card; (row, card, host, run)."""
-    record = lb.fit(path, n_ctx=n_ctx, vram="64GiB", type_k="f16", type_v="f16", **fit_options)
+    # sized on an emulated card even on a GPU build: the judge below is llama-server on one
+    record = lb.fit(path, n_ctx=n_ctx, vram="64GiB", type_k="f16", type_v="f16", emulate=True, **fit_options)
     row = record.fit.rows[0]
     command = llama_server_command(record.fit, row)
     with rpc_server(TOOLS) as endpoint:

@@ -22,7 +22,7 @@ def timed_results(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
     results = tmp / "results.jsonl"
     for argv in (["inspect", "qwen3-5-35b-a3b", "--ctx", "4096"], ["verify", "qwen3-5-35b-a3b", "--ctx", "4096"],
-                 ["fit", "qwen3-5-35b-a3b", "--ctx", "4096", "-ctk", "f16", "-ctv", "f16"],
+                 ["fit", "qwen3-5-35b-a3b", "--ctx", "4096", "-ctk", "f16", "-ctv", "f16", "--emulate"],
                  ["bench", "qwen3-5-35b-a3b", "-c", "4096", "-p", "16", "-n", "2", "-d", "0,32", "-r", "1", "-t", "2"]):
         assert main(argv + ["--results", str(results)]) == 0
     return results

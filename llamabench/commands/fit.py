@@ -23,8 +23,8 @@ EXAMPLES = """examples:
   llamabench fit model.gguf --rpc 192.168.1.20:50052 --vram 12GiB  # a second PC's ggml-rpc-server in front
 The context sized is the one the printed command creates: llama-server by default (4 slots on one
 unified KV stream, its prompt cache and checkpoints in RAM), or Llama() with --runtime llama-cpp-python.
---verify creates the answer for real: on a GPU build on the card; without one on an emulated card
-(llama.cpp's RPC backend serving this machine's CPU as a device on 127.0.0.1), and sets what
+--verify creates the answer for real: on a GPU build on the card; without one (or with --emulate) on an
+emulated card (llama.cpp's RPC backend serving this machine's CPU as a device on 127.0.0.1), and sets what
 llama.cpp allocated on each device against the prediction (exit 1 on a mismatch).
 Budgets: plain numbers are GiB; units GiB, GB, MiB, MB; + joins one machine's cards, in device order
 (CUDA0 first). The reserve (default 512 MiB) is kept free on each card for the driver and the display;
@@ -32,7 +32,7 @@ Budgets: plain numbers are GiB; units GiB, GB, MiB, MB; + joins one machine's ca
 sized by the free memory its ggml-rpc-server reports.
 """
 OPTIONS = ("vram", "rpc", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram", "ctx_checkpoints",
-           "verify", "mmproj", "no_mmproj_offload", "quant", "remote", "results")
+           "verify", "emulate", "mmproj", "no_mmproj_offload", "quant", "remote", "results")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import LlamabenchError
 from ..layout import ModelGeometry, geometry_from_metadata
-from ..llama import engine, rpc
+from ..llama import breakdown, engine, rpc
 from ..params import Budget, Card, Params
 from ..projector import Projector
 from ..runtimes import RuntimeConfig
@@ -51,7 +51,7 @@ class FitSession:
     def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool,
              ram_mode: bool = False, runtime: RuntimeConfig = RuntimeConfig(),
              ram: Budget | None = None, remote: tuple[str, ...] = (), n_cards: int = 1,
-             tensor_split: tuple[float, ...] = (), local_offset: int = 0) -> "FitSession":
+             tensor_split: tuple[float, ...] = (), local_offset: int = 0, emulate: bool = False) -> "FitSession":
         gpu_devices = tuple(engine.gpu_devices())
         gpu_build = bool(gpu_devices)
         n_local = max(0, n_cards - len(remote))
@@ -60,7 +60,10 @@ class FitSession:
                                   f"{len(gpu_devices)} GPU(s)): reinstall llama-cpp-python with CMAKE_ARGS=-DGGML_RPC=on "
                                   "(make install does)")
         # a GPU build sizes on its own GPUs where it has as many as the cards planned; else on emulated cards
-        emulate = not ram_mode and rpc.available() and (not gpu_build or n_local > len(gpu_devices))
+        if emulate and not rpc.available():
+            raise LlamabenchError("--emulate needs llama.cpp's RPC backend: reinstall llama-cpp-python with "
+                                  "CMAKE_ARGS=-DGGML_RPC=on (make install does)")
+        emulate = not ram_mode and rpc.available() and (emulate or not gpu_build or n_local > len(gpu_devices))
         cards = ("the remote hosts (--rpc) and " if remote else "") + (
             f"{n_local} emulated cards (one llama.cpp RPC device on 127.0.0.1 each)" if n_local > 1 and emulate
             else "an emulated card (llama.cpp's RPC device on 127.0.0.1)" if emulate
@@ -94,8 +97,22 @@ class FitSession:
                    "; placed tensor by tensor as llama.cpp does: input embeddings in system RAM, the output matrix "
                    "with the output layer" + (" (token_embd loaded a second time: tied embeddings)"
                                                if weights.tied_output_bytes else ""))
+        if ram_mode:
+            backend_weights = ""
+        elif scale is not None:  # a published size spread over the shape twin's tensors: not the backend's bytes
+            backend_weights = "; assumes a backend that takes every tensor type (no file of that size to dry-run)"
+        elif remote or (gpu_build and not emulate):
+            backend_weights = (f"; what each device takes read from llama.cpp's dry run on {cards} (a backend may "
+                               "refuse a tensor's type or size: llama_model::load_tensors asks buft_supported, and "
+                               "done_getting_tensors logs it kept on the CPU)")
+        else:
+            sized_on = ("the emulated card it was sized on does (llama.cpp's RPC backend on this CPU)" if emulate
+                        else "this CPU build does")
+            backend_weights = (f"; assumes a backend that takes every tensor type, as {sized_on}; a CUDA, Vulkan or "
+                               "Metal build may keep some on the CPU, and `fit` run on that build reads them from "
+                               "its backend")
         basis = {
-            "weights": weights_basis + on_card,
+            "weights": weights_basis + on_card + backend_weights,
             "KV": "computed from the GGUF metadata (exact; `llamabench verify` checks it against llama.cpp)",
             "recurrent": "computed from the GGUF metadata (exact, f32)",
             "compute": f"llama.cpp's own no_alloc dry run of {compute_source}, same placement and context, over "
@@ -115,11 +132,17 @@ class FitSession:
                         if not ram_mode else "")),
         }
         notes = []
+        if ram_mode and gpu_build and not runtime.is_server:
+            notes.append("Llama() cannot leave this build's GPU out (llama-cpp-python 0.3.36 has no device choice): "
+                         "sized as it creates the context, with llama.cpp's compute buffers for offloaded ops, the "
+                         "GPU's counted in the RAM budget too")
         if geometry.has_swa:
             notes.append("SWA layers sized with swa_full off (llama-server's default; Llama(swa_full=False))")
         session = cls(name=source.name, geometry=geometry, weights=weights,
                       probe=ComputeProbe(path, emulate_card=emulate, remote=remote,
-                                         local_devices=gpu_devices[local_offset:]),
+                                         local_devices=() if ram_mode else gpu_devices[local_offset:],
+                                         cpu_alone=ram_mode and gpu_build and runtime.is_server,
+                                         read_weights=scale is None),
                       basis=basis,
                       model_hint=hint, gpu_build=gpu_build, verify_path=path if verify else None,
                       flash_attn=flash_attn, n_ubatch=n_ubatch, reserve=reserve, notes=notes, runtime=runtime,
@@ -173,6 +196,11 @@ class FitSession:
             self.probe.close()
         if not rows:
             raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
+        self.backend_weights_note(fitter, rows[0])
+        if fitter.refused:
+            n = min(fitter.refused)
+            self.notes.append(f"llama.cpp could not create n_ctx {n:,} on these devices ({fitter.refused[n]}); the "
+                              "max n_ctx search counts such contexts as not fitting")
         if self.runtime.is_server and self.runtime.cache_ram_mib < 0:
             self.notes.append("--cache-ram -1: the prompt cache has no size limit, only a limit of n_ctx tokens; the "
                               "host part counts their KV, and each cached prompt's recurrent state and checkpoints "
@@ -181,6 +209,26 @@ class FitSession:
                          tuple(contexts), self.weights.n_layer, self.model_hint, n_ctx_train=n_ctx_train,
                          notes=tuple(self.notes), server_args=self.runtime.server_flags(self.geometry) + tuple(server_args),
                          dry_runs=self.probe.calls, runtime=self.runtime, ram=self.ram)
+
+    def backend_weights_note(self, fitter: Fitter, row) -> None:
+        """Where the backend refused tensors the file's layout puts on a card: say how much it kept on the CPU."""
+        if self.probe.weights_unread:
+            self.notes.append("the weights each device takes could not be read from llama.cpp "
+                              f"({breakdown.unavailable() or 'no breakdown'}): placed as the file's tensors say, "
+                              "which assumes the backend takes every tensor type")
+            return
+        if self.ram_mode or not self.probe.weights_from_backend:
+            return
+        theory = fitter.theory_weights(row.placement)
+        taken = [c.parts.weights for c in row.devices] if row.devices else [row.parts.weights]
+        single = self.gpu_devices[0] if self.gpu_devices and not self.emulate and not self.remote else "the card"
+        names = [c.name for c in row.devices] if len(row.devices) > 1 else [single]
+        for name, planned, took in zip(names, theory, taken):
+            if took < planned:
+                self.notes.append(f"{name}: the backend took {took / MIB:.2f} MiB of the {planned / MIB:.2f} MiB of "
+                                  f"weights its layers hold; llama.cpp keeps the other {(planned - took) / MIB:.2f} "
+                                  "MiB on the CPU (tensor types or sizes this backend does not take), and the fit "
+                                  "counts them there")
 
     def one_card_note(self, fitter: Fitter, budget: Budget, settings: Params, rows: list) -> None:
         """Several cards, the model on the largest alone: does splitting buy context, and what it costs."""

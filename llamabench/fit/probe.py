@@ -8,14 +8,28 @@ it does for a GPU; with --cpu-only the CPU alone. One no_alloc model per placeme
 
 from __future__ import annotations
 
+import re
 from contextlib import ExitStack
 
 from ..allocations import HOST
-from ..errors import LlamabenchError
+from ..errors import EngineError, LlamabenchError
+from ..llama.engine import NO_DEVICE
 from ..llama.rpc import emulated_card
 from ..llama.worker import DryRunChild
 from ..params import Params
 from .search import ComputeSplit
+
+
+_UNTAKEN_TENSOR = re.compile(r"pre-allocated tensor \((\S+)\) in a buffer \((\S+)\) that cannot run")
+
+
+def plain_refusal(reason: str) -> str:
+    """llama.cpp's abort when a device's buffer holds a tensor the device cannot use, in words."""
+    m = _UNTAKEN_TENSOR.search(reason)
+    if not m:
+        return reason
+    return (f"{m[2]} does not take the tensor {m[1]} at this size (on Vulkan: larger than the device's "
+            f"maxStorageBufferRange), and llama.cpp aborts creating the context (ggml_backend_sched)")
 
 
 def buffer_name(device: str) -> str:
@@ -33,11 +47,13 @@ class ComputeProbe:
     """
 
     def __init__(self, path: str, *, emulate_card: bool = False, remote: tuple[str, ...] = (),
-                 local_devices: tuple[str, ...] = ()):
+                 local_devices: tuple[str, ...] = (), cpu_alone: bool = False, read_weights: bool = True):
         self.path = path
         self.emulate_card = emulate_card
         self.remote = tuple(remote)
         self.local_devices = tuple(local_devices)  # a GPU build's device names, in order
+        self.cpu_alone = cpu_alone  # --cpu-only on a GPU build: no device at all (no op offload to the GPU)
+        self.read_weights = read_weights  # False: the weights are an estimate (a published size), not this file's
         self._stack = ExitStack()
         self._emulated: list[str] = []
         self._model: DryRunChild | None = None
@@ -67,7 +83,7 @@ class ComputeProbe:
         return self.remote[:n_devices] + local
 
     def _child(self, placement: Params, devices: tuple[str, ...]) -> DryRunChild:
-        rpc = list(devices) or None
+        rpc = [NO_DEVICE] if self.cpu_alone else list(devices) or None
         if self._model is None:
             self._model = DryRunChild(self.path, placement, rpc=rpc)
         elif self._model.placement != placement or self._model.rpc != rpc:
@@ -80,22 +96,41 @@ class ComputeProbe:
             devices = self.devices(max(1, len(settings.tensor_split)))
             try:
                 alloc = self._child(self.placement_of(settings), devices).context(settings).allocations
-            except LlamabenchError:
+            except LlamabenchError as exc:
                 if self._model is not None and self._model.proc.poll() is not None:  # died: start anew next call
                     self._model = None
+                if isinstance(exc, EngineError):
+                    raise EngineError(plain_refusal(str(exc))) from None
                 raise
             self.calls += 1
             self.backends |= set(alloc.compute_buffers_mib)
             total, host = alloc.compute_and_output_bytes, alloc.device(HOST).compute
+            weights: dict = {}
+            if self.weights_from_backend and devices:
+                if alloc.breakdown:  # which tensors each device took: llama.cpp's choice (select_weight_buft)
+                    weights = dict(weights=tuple(alloc.breakdown_of(buffer_name(d)).model for d in devices),
+                                   host_weights=alloc.breakdown_of(HOST).model,
+                                   host_tensors=self._model.host_tensors)
+                else:
+                    self.weights_unread = True
             if settings.n_gpu_layers and not alloc.card_names:
                 # no card in this build (no GPU, no RPC backend): the CPU's figure stands for the card's
                 self._memo[key] = ComputeSplit(card=total)
             elif len(devices) > 1:
                 cards = tuple(alloc.device(buffer_name(d)).compute for d in devices)
-                self._memo[key] = ComputeSplit(card=sum(cards), host=host, cards=cards)
+                self._memo[key] = ComputeSplit(card=sum(cards), host=host, cards=cards, **weights)
             else:
-                self._memo[key] = ComputeSplit(card=total - host, host=host)
+                self._memo[key] = ComputeSplit(card=total - host, host=host, **weights)
         return self._memo[key]
+
+    weights_unread = False  # a dry run on real devices whose breakdown could not be read (no shim)
+
+    @property
+    def weights_from_backend(self) -> bool:
+        """Real devices (a GPU build's, remote hosts): the weights each takes are read from llama.cpp's dry run.
+        An emulated card alone is this CPU's backend, which takes every tensor type: the file's tensors place
+        exactly there."""
+        return self.read_weights and (bool(self.remote) or (bool(self.local_devices) and not self.emulate_card))
 
     def close(self) -> None:
         if self._model is not None:

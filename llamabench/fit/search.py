@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Callable
 
+from ..errors import EngineError
 from ..footprint import KV_PAD, compute_footprint, per_layer_bytes
 from ..layer_split import first_offloaded_layer, layer_counts, layer_devices
 from ..layout import ModelGeometry
@@ -133,11 +134,17 @@ class HostParts:
 
 @dataclass(frozen=True)
 class ComputeSplit:
-    """llama.cpp's compute (+ output) buffers of one placement: on the card, and on the host."""
+    """llama.cpp's dry-run figures of one placement: its compute (+ output) buffers on the card and on the
+    host, and, where they were read from the backend (a GPU build, remote hosts), the weights each device took."""
 
     card: int
     host: int = 0
     cards: tuple[int, ...] = ()  # several devices: each one's, in device order (card is their sum)
+    # the weights each device took in llama.cpp's dry run, in device order, and those left on the host (the
+    # backend may refuse a tensor's type or size: llama_model::load_tensors keeps it on the CPU); (): not read
+    weights: tuple[int, ...] = ()
+    host_weights: int | None = None
+    host_tensors: frozenset[str] | None = None  # the weight tensors it kept in system RAM, by name
 
     @property
     def total(self) -> int:
@@ -233,6 +240,7 @@ class Fitter:
         self.runtime = runtime or RuntimeConfig()
         self.ram = ram
         self.n_layer_all = weights.n_layer
+        self.refused: dict[int, str] = {}  # n_ctx -> why llama.cpp could not create it (searches treat it as no fit)
 
     def reserve_of(self, device: int) -> int:
         return self.reserve[device] if isinstance(self.reserve, tuple) else self.reserve
@@ -276,14 +284,16 @@ class Fitter:
             return parts, HostParts(**growing), (parts,)
         n = max(1, len(placement.split))
         devices = self.layer_devices(placement)
-        weights = self.weights.on_devices(devices, n, n_cpu_moe=placement.n_cpu_moe)
+        weights = (split.weights if len(split.weights) == n
+                   else self.weights.on_devices(devices, n, n_cpu_moe=placement.n_cpu_moe))
         caches, (host_kv, host_rec) = self.cache_split(settings, placement, devices, n)
         computes = split.per_device(n)
         cards = tuple(Parts(weights[i], caches[i][0], caches[i][1], computes[i], self.reserve_of(i),
                             self.projector if i == projector_device else 0) for i in range(n))
         total = cards[0] if n == 1 else Parts(*(sum(getattr(c, f) for c in cards) for f in
                                                  ("weights", "kv", "recurrent", "compute", "reserve", "projector")))
-        host = HostParts(self.host_weights(placement), host_kv, host_rec, split.host, self.host_projector, **growing)
+        host = HostParts(self.host_weights(placement, split), host_kv, host_rec, split.host, self.host_projector,
+                         **growing)
         return total, host, cards
 
     def cache_split(self, settings: Params, placement: Placement, devices: tuple[int | None, ...] | None = None,
@@ -297,15 +307,26 @@ class Fitter:
             side[1] += rec
         return tuple((c[0], c[1]) for c in cards), (host[0], host[1])
 
-    def host_weights(self, placement: Placement) -> int:
+    def host_weights(self, placement: Placement, split: ComputeSplit | None = None) -> int:
         """Weights llama.cpp reports in system RAM for this placement: the mapped span of the file where the
-        tensor offsets are known, else the bytes of the tensors not on the card(s)."""
+        tensor offsets are known, else the bytes of the tensors not on the card(s); at least what the backend
+        left on the host in the dry run (tensors it refused, where it refused any)."""
         ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
+        if split is not None and split.host_tensors is not None:
+            mapped = self.weights.mapped_span(split.host_tensors)  # the backend's own choice, tensor by tensor
+            if mapped is not None:
+                return mapped
         mapped = self.weights.host_mapped(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
-        if mapped is not None:
-            return mapped
-        on_card = self.weights.on_card(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
-        return self.weights.total_bytes - on_card + (self.weights.tied_output_bytes if ngl > 0 else 0)
+        if mapped is None:
+            on_card = self.weights.on_card(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
+            mapped = self.weights.total_bytes - on_card + (self.weights.tied_output_bytes if ngl > 0 else 0)
+        backend = split.host_weights if split is not None else None
+        return mapped if backend is None else max(mapped, backend)
+
+    def theory_weights(self, placement: Placement) -> tuple[int, ...]:
+        """Each card's weights tensor by tensor, for a backend that takes every tensor type (no dry run)."""
+        n = max(1, len(placement.split))
+        return self.weights.on_devices(self.layer_devices(placement), n, n_cpu_moe=placement.n_cpu_moe)
 
     @staticmethod
     def _budget(budget: "int | Budget") -> Budget:
@@ -330,7 +351,20 @@ class Fitter:
                       cards)
 
     def _fits(self, budget: "int | Budget", settings: Params, placement: Placement, *, card_only: bool = False) -> bool:
-        return self._row_of(budget, settings, placement, card_only=card_only).fits
+        """Whether it fits; a context llama.cpp cannot create on these devices (a dry run that failed: a tensor
+        the backend does not take, say) does not fit, and the reason is kept."""
+        try:
+            return self._row_of(budget, settings, placement, card_only=card_only).fits
+        except EngineError as exc:
+            self.refused.setdefault(settings.n_ctx, str(exc))
+            return False
+
+    def _compute_or_none(self, settings: Params, placement: Placement) -> ComputeSplit | None:
+        try:
+            return self.compute(settings, placement)
+        except EngineError as exc:
+            self.refused.setdefault(settings.n_ctx, str(exc))
+            return None
 
     def max_n_ctx(self, budget: "int | Budget", settings: Params, placement: Placement) -> int:
         """Largest n_ctx (a multiple of 256) whose card(s) and host totals fit, by dry runs.
@@ -356,12 +390,13 @@ class Fitter:
         def fits_with(compute: ComputeSplit):
             return lambda n: self._row_of(budget, at(n), placement, compute).fits
 
-        c_low = self.compute(at(KV_PAD), placement)
-        if not fits_with(c_low)(KV_PAD):
+        c_low = self._compute_or_none(at(KV_PAD), placement)
+        if c_low is None or not fits_with(c_low)(KV_PAD):
             return 0
         upper = largest(fits_with(c_low), 1, hi // KV_PAD)  # no n above this can fit
-        c_up = self.compute(at(upper * KV_PAD), placement)
-        lower = largest(fits_with(c_up), 1, upper) if fits_with(c_up)(KV_PAD) else 1
+        c_up = self._compute_or_none(at(upper * KV_PAD), placement)
+        # not creatable that long on these devices: the exact search from the bottom (refusals grow with n_ctx)
+        lower = 1 if c_up is None else largest(fits_with(c_up), 1, upper) if fits_with(c_up)(KV_PAD) else 1
         if not self._fits(budget, at(lower * KV_PAD), placement):
             return 0
         return largest(lambda n: self._fits(budget, at(n), placement), lower, upper) * KV_PAD

@@ -14,6 +14,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from ..allocations import HOST, PARTS, PRINTED_TOLERANCE_BYTES, Allocations, DeviceParts
+from ..llama.engine import NO_DEVICE
 from ..llama.rpc import emulated_card
 from ..llama.worker import run_child
 from ..units import MIB
@@ -107,8 +108,8 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
                                      "there is nothing to create")
     n_local = max(max(len(r.devices), 1) - len(session.remote) for r in rows)
     with ExitStack() as stack:
-        if session.ram_mode:
-            local = []
+        if session.ram_mode:  # the CPU alone, as the fit's dry runs (llama-server -dev none; Llama() has no choice)
+            local = [NO_DEVICE] if session.gpu_build and session.runtime.is_server else []
         elif session.emulate or not session.gpu_build:  # (no RPC backend: emulated_card says so)
             local = [stack.enter_context(emulated_card()) for _ in range(n_local)]
         else:  # a GPU build's own devices, named as the fit's dry runs named them, after the remote hosts

@@ -138,7 +138,8 @@ def serve_dry_runs(job: dict) -> None:
             if len(models) > MODELS_KEPT:
                 models.pop(next(iter(models))).close()
         model = models[key]
-        emit("loaded", model_size_bytes=model.size, n_params=model.n_params)
+        emit("loaded", model_size_bytes=model.size, n_params=model.n_params,
+             host_tensors=None if model.host_tensors is None else list(model.host_tensors))
         return model
 
     model = load(job["params"], job.get("rpc"))

@@ -9,13 +9,14 @@ import ctypes
 import os
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import cache_types
 from ..allocations import Allocations, parse_allocations
 from ..errors import EngineError
 from ..params import Params, rpc_endpoints
+from . import breakdown
 
 _lock = threading.Lock()
 _buffer: list[str] | None = None
@@ -176,6 +177,7 @@ def _rpc_device(endpoint: str) -> int:
 
 
 SPLIT_MODE_IDS = {"none": 0, "layer": 1}  # enum llama_split_mode
+NO_DEVICE = "none"  # a job's device list ["none"]: the CPU alone, as llama.cpp's `-dev none`, even on a GPU build
 
 
 def _device(name: str) -> int:
@@ -207,7 +209,11 @@ def _model_params(p: Params, *, no_alloc: bool, rpc=None):
     params.main_gpu = p.main_gpu
     n_cpu_moe = p.n_cpu_moe
     keep: list = []
-    if endpoints:
+    if endpoints == (NO_DEVICE,):
+        devices = (ctypes.c_void_p * 1)(None)  # an empty list: no GPU, no op offload to one
+        params.devices = ctypes.cast(devices, ctypes.c_void_p)
+        keep.append(devices)
+    elif endpoints:
         devices = (ctypes.c_void_p * (len(endpoints) + 1))(*[_device(e) for e in endpoints], None)
         params.devices = ctypes.cast(devices, ctypes.c_void_p)
         keep.append(devices)
@@ -347,6 +353,9 @@ class DryRunModel(_Closing):
             self.load_log = "".join(lines)
         self.size = int(lc.llama_model_size(self._model))
         self.n_params = int(lc.llama_model_n_params(self._model))
+        # the weights this placement keeps in system RAM, tensor by tensor (the host layers' and any a device
+        # refused): the mapped span llama.cpp reports for them follows from their file offsets
+        self.host_tensors = breakdown.host_tensors(self._model)
 
     def context(self, settings: Params) -> DryRun:
         lc = self._lc
@@ -356,10 +365,12 @@ class DryRunModel(_Closing):
                 raise EngineError(f"{self.path}: llama.cpp could not create the context ({_reason(lines, 'no reason logged')})")
             try:
                 n_ctx, n_ctx_seq, n_seq = lc.llama_n_ctx(ctx), lc.llama_n_ctx_seq(ctx), lc.llama_n_seq_max(ctx)
+                by_buffer = breakdown.read(ctx)  # the weights each device took: the log prints 0.00 under no_alloc
             finally:
                 lc.llama_free(ctx)
             log = self.load_log + "".join(lines)
-        return DryRun(parse_allocations(log), self.size, self.n_params, int(n_ctx), int(n_ctx_seq), int(n_seq), log)
+        allocations = replace(parse_allocations(log), breakdown=by_buffer or {})
+        return DryRun(allocations, self.size, self.n_params, int(n_ctx), int(n_ctx_seq), int(n_seq), log)
 
     def close(self) -> None:
         if self._model:

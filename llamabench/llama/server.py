@@ -24,6 +24,7 @@ from .process import stop_group
 from .rpc import accepts, free_port
 
 TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS"
+VULKAN_TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS_VULKAN"
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 READY = "listening on http"
 
@@ -34,6 +35,16 @@ def tools_dir() -> Path | None:
     candidates.append(Path.home() / ".cache" / "llama-tools" / LLAMA_CPP_PYTHON_VERSION / "bin")
     for folder in candidates:
         if (folder / "llama-server").is_file() and (folder / "ggml-rpc-server").is_file():
+            return folder
+    return None
+
+
+def vulkan_tools_dir() -> Path | None:
+    """The bin folder of a Vulkan build of the tools (`BACKEND=vulkan build_llama_tools.sh`), or None."""
+    candidates = [Path(os.environ[VULKAN_TOOLS_ENV])] if os.environ.get(VULKAN_TOOLS_ENV) else []
+    candidates.append(Path.home() / ".cache" / "llama-tools" / f"{LLAMA_CPP_PYTHON_VERSION}-vulkan" / "bin")
+    for folder in candidates:
+        if (folder / "llama-server").is_file() and (folder / "libggml-vulkan.so").is_file():
             return folder
     return None
 

@@ -151,6 +151,9 @@ class DryRunChild:
         event = self._next()
         self.placement, self.rpc = placement, rpc
         self.model_size_bytes, self.n_params = event["model_size_bytes"], event["n_params"]
+        named = event.get("host_tensors")
+        # the weight tensors this placement keeps in system RAM (None: not read)
+        self.host_tensors = None if named is None else frozenset(str(n) for n in named)
 
     def _send(self, obj: dict) -> None:
         try:

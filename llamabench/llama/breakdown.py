@@ -1,0 +1,148 @@
+"""llama.cpp's own memory breakdown of a context, buffer type by buffer type, in bytes.
+
+`llama_get_memory_breakdown` (src/llama-ext.h) is what llama-fit-params and llama-server print as
+their memory breakdown: per buffer type (Vulkan0, Vulkan_Host, CPU, RPC0[...]) the model's weights,
+the context's KV cache and recurrent state, and the compute buffers. Under no_alloc (a dry run) the
+weights are what each buffer type would hold after llama.cpp chose a buffer type for every tensor
+(llama_model::load_tensors: select_weight_buft and buft_supported ask the device whether it takes the
+tensor's type and op; llama_model_loader::done_getting_tensors logs the first one it refused), so
+this is the only way to learn, without allocating, which weights a backend really takes.
+
+It returns a C++ std::map, which ctypes cannot read: `breakdown.cpp` turns it into plain rows. It is
+compiled on first use against the installed libllama (a C++ compiler is there wherever
+llama-cpp-python was built from source) and cached by the library's identity; where it cannot be
+built, `read` answers None and `unavailable()` says why.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from ..allocations import BufferBytes
+from ..paths import shim_dir
+
+SOURCE = Path(__file__).with_name("breakdown.cpp")
+LIBRARY_NAME = "libllamabench_breakdown.so"
+MAX_BUFFER_TYPES = 64
+COMPILE_TIMEOUT_S = 120
+
+
+class _Row(ctypes.Structure):  # struct llamabench_breakdown_row (breakdown.cpp)
+    _fields_ = [("name", ctypes.c_char * 128), ("model", ctypes.c_uint64), ("context", ctypes.c_uint64),
+                ("compute", ctypes.c_uint64)]
+
+
+class _TensorRow(ctypes.Structure):  # struct llamabench_tensor_row (breakdown.cpp)
+    _fields_ = [("name", ctypes.c_char * 128), ("buft", ctypes.c_char * 128), ("is_host", ctypes.c_int)]
+
+
+_shim = None
+_why_not: str | None = None
+
+
+def _libllama() -> Path:
+    import llama_cpp
+
+    return Path(llama_cpp.__file__).parent / "lib" / "libllama.so"
+
+
+def _key(libllama: Path) -> str:
+    """The shim is built for one libllama: its path, size and time, and the shim's own source."""
+    st = libllama.stat()
+    ident = f"{libllama.resolve()}|{st.st_size}|{st.st_mtime_ns}|".encode() + SOURCE.read_bytes()
+    return hashlib.sha256(ident).hexdigest()[:16]
+
+
+def _compiler() -> str | None:
+    for name in (os.environ.get("CXX"), "c++", "g++", "clang++"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+def build() -> Path:
+    """The shim for the installed libllama, compiled once into the cache; OSError / RuntimeError if it cannot be."""
+    libllama = _libllama()
+    if not libllama.is_file():
+        raise RuntimeError(f"llama-cpp-python has no {libllama}")
+    target = shim_dir() / _key(libllama) / LIBRARY_NAME
+    if target.is_file():
+        return target
+    compiler = _compiler()
+    if compiler is None:
+        raise RuntimeError("no C++ compiler (c++, g++, clang++ or $CXX) to build the memory-breakdown shim")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f".{LIBRARY_NAME}.{os.getpid()}")
+    lib = libllama.parent
+    argv = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", str(SOURCE), "-o", str(partial),
+            f"-L{lib}", "-lllama", "-lggml-base", f"-Wl,-rpath,{lib}"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+    if done.returncode != 0:
+        partial.unlink(missing_ok=True)
+        said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        raise RuntimeError(f"the memory-breakdown shim did not compile: {said}")
+    os.replace(partial, target)  # atomic: another process building it at once gets a whole file
+    return target
+
+
+def _load():
+    global _shim, _why_not
+    if _shim is None and _why_not is None:
+        try:
+            lib = ctypes.CDLL(str(build()))
+            lib.llamabench_memory_breakdown.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Row), ctypes.c_int]
+            lib.llamabench_memory_breakdown.restype = ctypes.c_int
+            lib.llamabench_tensor_buffers.argtypes = [ctypes.c_void_p, ctypes.POINTER(_TensorRow), ctypes.c_int]
+            lib.llamabench_tensor_buffers.restype = ctypes.c_int
+            _shim = lib
+        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+            _why_not = str(exc)
+    return _shim
+
+
+def unavailable() -> str | None:
+    """Why the breakdown cannot be read here, or None where it can."""
+    _load()
+    return _why_not
+
+
+def read(ctx) -> dict[str, BufferBytes] | None:
+    """The breakdown of a live llama_context (a ctypes pointer), by buffer-type name; None where unavailable."""
+    shim = _load()
+    if shim is None or not ctx:
+        return None
+    rows = (_Row * MAX_BUFFER_TYPES)()
+    n = shim.llamabench_memory_breakdown(ctx, rows, MAX_BUFFER_TYPES)
+    if n < 0 or n > MAX_BUFFER_TYPES:
+        return None
+    out: dict[str, BufferBytes] = {}
+    for row in rows[:n]:
+        name = row.name.decode("utf-8", errors="replace")
+        seen = out.get(name, BufferBytes())
+        out[name] = BufferBytes(seen.model + row.model, seen.context + row.context, seen.compute + row.compute)
+    return out
+
+
+def host_tensors(model) -> tuple[str, ...] | None:
+    """Names of the weight tensors a loaded llama_model (a ctypes pointer) keeps in host buffer types (system RAM:
+    CPU, a GPU backend's pinned host type): those of the host layers and any the devices refused. None where
+    unavailable."""
+    shim = _load()
+    if shim is None or not model:
+        return None
+    cap = 4096
+    while True:
+        rows = (_TensorRow * cap)()
+        n = shim.llamabench_tensor_buffers(model, rows, cap)
+        if n < 0:
+            return None
+        if n <= cap:
+            break
+        cap = n
+    names = (row.name.decode("utf-8", errors="replace") for row in rows[:n] if row.is_host == 1)
+    return tuple(dict.fromkeys(names))
