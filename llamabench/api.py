@@ -175,8 +175,9 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     runtime creates (`runtime="llama-server"`, the default, or "llama-cpp-python"); `ram=` checks the host
     part; `verify=True` creates the answer for real (on the GPU, or an emulated card) and compares device by
     device; `emulate=True` sizes on an emulated card even on a GPU build (a card you do not have: every tensor
-    type taken, no GPU's free memory as the budget). `vram="24GiB+12GiB"` is one machine with two cards, `rpc="HOST:PORT,..."` adds remote hosts
-    (ggml-rpc-server) in front of them; `tensor_split=` fixes the -ts instead of searching it."""
+    type taken, no GPU's free memory as the budget). `vram="24GiB+12GiB"` is one machine with two cards,
+    `rpc="HOST:PORT,..."` adds remote hosts (ggml-rpc-server) in front of them; `tensor_split=` fixes the -ts
+    instead of searching it."""
     given = {k: v for k, v in params.items()}
     for name, default in FIT_DEFAULTS.items():
         given.setdefault(name, default)
