@@ -252,7 +252,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     server_args: tuple[str, ...] = ("--rpc", ",".join(rpc_hosts)) if rpc_hosts else ()
     if values["split_mode"] == "none":
         server_args += ("-sm", "none", "-mg", str(values["main_gpu"]))
-    if cpu_only and session.gpu_build:  # no device, as the fit sized it: no GPU buffers for offloaded ops
+    if cpu_only and session.gpu_build and config.is_server:  # no device, as sized: no GPU buffers for offloaded ops
         server_args += ("-dev", "none")
     if mmproj:
         session.add_projector(projector_from_metadata(read_any(mmproj)), offload=not no_mmproj_offload)

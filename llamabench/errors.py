@@ -32,3 +32,7 @@ class UsageError(LlamabenchError):
 
 class EngineError(LlamabenchError):
     """llama.cpp refused or failed to create a model or a context."""
+
+
+class ContextRefused(EngineError):
+    """llama.cpp could not create one context of a loaded model (it refused it, or aborted creating it)."""

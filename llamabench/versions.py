@@ -9,6 +9,7 @@ from importlib import metadata
 from pathlib import Path
 
 __version__ = "0.1.0"
+LLAMA_CPP_PYTHON_VERSION = "0.3.36"  # the pin of pyproject.toml: every llama.cpp rule here is read from its llama.cpp
 
 
 def _dist_version(name: str) -> str | None:

@@ -21,13 +21,11 @@ from llamabench.params import Params
 from llamabench.source import resolve
 from llamabench.weights import breakdown as weights_breakdown
 
-pytestmark = pytest.mark.skipif(not available(), reason="no RPC backend in this llama-cpp-python build (make install)")
-
-
 def test_the_shim_builds_here():
     assert breakdown.unavailable() is None  # a C++ compiler and libllama: both are here wherever llama.cpp was built
 
 
+@pytest.mark.skipif(not available(), reason="no RPC backend in this llama-cpp-python build (make install)")
 @pytest.mark.parametrize("which, n_gpu_layers", [("gemma", 99), ("gemma", 5), ("gemma", 0), ("qwen", 99), ("qwen", 12)])
 def test_breakdown_on_an_emulated_card_is_the_files_tensors(request, which, n_gpu_layers):
     model = request.getfixturevalue(which)  # Gemma's output matrix is token_embd again (tied), Qwen's its own

@@ -13,6 +13,7 @@ import pytest
 from conftest import model
 from llamabench.fit.search import ComputeSplit, Fitter, FitRow, Parts, Placement, PlacementKind, recommend
 from llamabench import serial
+from llamabench.errors import ContextRefused, EngineError
 from llamabench.params import Budget, Params
 from llamabench.footprint import compute_footprint
 from llamabench.layout import geometry_from_metadata
@@ -151,3 +152,26 @@ def test_a_backend_that_refuses_a_tensor_keeps_it_on_the_host():
     # the span from token_embd to the end of output.weight: output_norm (4096 B) and the padding in between
     assert host.weights == 200 * MIB + 4096 + 2 * 32
     assert theory.theory_weights(placement) == (by_theory.weights,)
+
+
+def test_a_context_llama_cpp_cannot_create_counts_as_not_fitting():
+    """A device may refuse a long context outright (lavapipe's Vulkan0 takes no tensor past 128 MiB, and llama.cpp
+    aborts): the max-n_ctx search stops below it and keeps the reason, where other failures still raise."""
+    limit = 12288
+
+    def refusing(settings: Params) -> int:
+        if settings.n_ctx > limit:
+            raise ContextRefused("Vulkan0 does not take the tensor cache_k_l3 at this size")
+        return fake_compute(settings)
+
+    f = Fitter(GEOMETRY, breakdown(tensors(False), N_LAYER, set(), basis="test"), refusing, reserve=0)
+    s, placement = Params(n_ctx=4096), Placement(PlacementKind.ALL)
+    assert f.max_n_ctx(64 * GIB, s, placement) == limit  # room for far more: the device is the limit
+    assert "cache_k_l3" in f.refused[min(f.refused)]
+
+    def broken(settings: Params) -> int:
+        raise EngineError("the RPC host went away")
+
+    with pytest.raises(EngineError, match="went away"):
+        Fitter(GEOMETRY, breakdown(tensors(False), N_LAYER, set(), basis="test"), broken,
+               reserve=0).max_n_ctx(64 * GIB, s, placement)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import LlamabenchError
 from ..layout import ModelGeometry, geometry_from_metadata
-from ..llama import breakdown, engine, rpc
+from ..llama import engine, rpc
 from ..params import Budget, Card, Params
 from ..projector import Projector
 from ..runtimes import RuntimeConfig
@@ -213,9 +213,9 @@ class FitSession:
     def backend_weights_note(self, fitter: Fitter, row) -> None:
         """Where the backend refused tensors the file's layout puts on a card: say how much it kept on the CPU."""
         if self.probe.weights_unread:
-            self.notes.append("the weights each device takes could not be read from llama.cpp "
-                              f"({breakdown.unavailable() or 'no breakdown'}): placed as the file's tensors say, "
-                              "which assumes the backend takes every tensor type")
+            self.notes.append(f"the weights each device takes could not be read from llama.cpp "
+                              f"({self.probe.weights_unread}): placed as the file's tensors say, which assumes the "
+                              "backend takes every tensor type")
             return
         if self.ram_mode or not self.probe.weights_from_backend:
             return

@@ -12,7 +12,7 @@ import re
 from contextlib import ExitStack
 
 from ..allocations import HOST
-from ..errors import EngineError, LlamabenchError
+from ..errors import ContextRefused, LlamabenchError
 from ..llama.engine import NO_DEVICE
 from ..llama.rpc import emulated_card
 from ..llama.worker import DryRunChild
@@ -58,6 +58,7 @@ class ComputeProbe:
         self._emulated: list[str] = []
         self._model: DryRunChild | None = None
         self._memo: dict[Params, ComputeSplit] = {}
+        self._refused: dict[Params, str] = {}  # contexts llama.cpp could not create, and why: not asked again
         self.backends: set[str] = set()
         self.calls = 0
 
@@ -92,6 +93,8 @@ class ComputeProbe:
 
     def __call__(self, settings: Params) -> ComputeSplit:
         key = settings.replace(n_threads=0, repack=False)
+        if key in self._refused:
+            raise ContextRefused(self._refused[key])
         if key not in self._memo:
             devices = self.devices(max(1, len(settings.tensor_split)))
             try:
@@ -99,8 +102,9 @@ class ComputeProbe:
             except LlamabenchError as exc:
                 if self._model is not None and self._model.proc.poll() is not None:  # died: start anew next call
                     self._model = None
-                if isinstance(exc, EngineError):
-                    raise EngineError(plain_refusal(str(exc))) from None
+                if isinstance(exc, ContextRefused):
+                    self._refused[key] = plain_refusal(str(exc))
+                    raise ContextRefused(self._refused[key]) from None
                 raise
             self.calls += 1
             self.backends |= set(alloc.compute_buffers_mib)
@@ -112,7 +116,7 @@ class ComputeProbe:
                                    host_weights=alloc.breakdown_of(HOST).model,
                                    host_tensors=self._model.host_tensors)
                 else:
-                    self.weights_unread = True
+                    self.weights_unread = self._model.breakdown_unavailable or "no breakdown read"
             if settings.n_gpu_layers and not alloc.card_names:
                 # no card in this build (no GPU, no RPC backend): the CPU's figure stands for the card's
                 self._memo[key] = ComputeSplit(card=total)
@@ -123,7 +127,7 @@ class ComputeProbe:
                 self._memo[key] = ComputeSplit(card=total - host, host=host, **weights)
         return self._memo[key]
 
-    weights_unread = False  # a dry run on real devices whose breakdown could not be read (no shim)
+    weights_unread: str | None = None  # why a dry run on real devices had no breakdown (no shim), where it had none
 
     @property
     def weights_from_backend(self) -> bool:

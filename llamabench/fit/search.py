@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Callable
 
-from ..errors import EngineError
+from ..errors import ContextRefused
 from ..footprint import KV_PAD, compute_footprint, per_layer_bytes
 from ..layer_split import first_offloaded_layer, layer_counts, layer_devices
 from ..layout import ModelGeometry
@@ -355,14 +355,14 @@ class Fitter:
         the backend does not take, say) does not fit, and the reason is kept."""
         try:
             return self._row_of(budget, settings, placement, card_only=card_only).fits
-        except EngineError as exc:
+        except ContextRefused as exc:
             self.refused.setdefault(settings.n_ctx, str(exc))
             return False
 
     def _compute_or_none(self, settings: Params, placement: Placement) -> ComputeSplit | None:
         try:
             return self.compute(settings, placement)
-        except EngineError as exc:
+        except ContextRefused as exc:
             self.refused.setdefault(settings.n_ctx, str(exc))
             return None
 
@@ -519,7 +519,8 @@ class Fitter:
             return rows
         # each placement's compute is a dry run of a model loaded with that placement (about 1 s for a big
         # file): search with the all-on-card compute (one model), then settle on the exact answer nearby
-        estimate = self.compute(settings, first)
+        # the estimate's compute only: the weights the backend took belong to `first`, not to the placements tried
+        estimate = replace(self.compute(settings, first), weights=(), host_weights=None, host_tensors=None)
 
         def near(p: Placement) -> bool:
             if budget.multi:

@@ -21,13 +21,17 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from ..allocations import BufferBytes
 from ..paths import shim_dir
+from ..versions import LLAMA_CPP_PYTHON_VERSION
 
 SOURCE = Path(__file__).with_name("breakdown.cpp")
 LIBRARY_NAME = "libllamabench_breakdown.so"
+FAILED_MARK = "failed"  # beside a shim that did not compile: its reason, so that no process tries again
+BUILT_FOR = LLAMA_CPP_PYTHON_VERSION  # breakdown.cpp declares llama-ext.h / llama-model.h of this one's llama.cpp
 MAX_BUFFER_TYPES = 64
 COMPILE_TIMEOUT_S = 120
 
@@ -46,9 +50,14 @@ _why_not: str | None = None
 
 
 def _libllama() -> Path:
+    """The libllama llama-cpp-python loaded (LLAMA_CPP_LIB_PATH may move it); RuntimeError for another version."""
     import llama_cpp
 
-    return Path(llama_cpp.__file__).parent / "lib" / "libllama.so"
+    if llama_cpp.__version__ != BUILT_FOR:
+        raise RuntimeError(f"the memory-breakdown shim declares the llama.cpp of llama-cpp-python {BUILT_FOR}; this "
+                           f"is {llama_cpp.__version__}")
+    loaded = getattr(getattr(llama_cpp.llama_cpp, "_lib", None), "_name", None)
+    return Path(loaded) if loaded else Path(llama_cpp.__file__).parent / "lib" / "libllama.so"
 
 
 def _key(libllama: Path) -> str:
@@ -71,22 +80,31 @@ def build() -> Path:
     if not libllama.is_file():
         raise RuntimeError(f"llama-cpp-python has no {libllama}")
     target = shim_dir() / _key(libllama) / LIBRARY_NAME
+    failed = target.with_name(FAILED_MARK)
     if target.is_file():
         return target
+    if failed.is_file():
+        raise RuntimeError(failed.read_text(errors="replace")[:300])
     compiler = _compiler()
     if compiler is None:
         raise RuntimeError("no C++ compiler (c++, g++, clang++ or $CXX) to build the memory-breakdown shim")
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{LIBRARY_NAME}.{os.getpid()}")
+    fd, name = tempfile.mkstemp(prefix=f".{LIBRARY_NAME}.", dir=target.parent)
+    os.close(fd)
+    partial = Path(name)
     lib = libllama.parent
     argv = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", str(SOURCE), "-o", str(partial),
-            f"-L{lib}", "-lllama", "-lggml-base", f"-Wl,-rpath,{lib}"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
-    if done.returncode != 0:
+            f"-L{lib}", f"-l:{libllama.name}", "-lggml-base", f"-Wl,-rpath,{lib}"]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        if done.returncode != 0:
+            said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
+            reason = f"the memory-breakdown shim did not compile: {said}"
+            failed.write_text(reason)
+            raise RuntimeError(reason)
+        os.replace(partial, target)  # atomic: another process building it at once gets a whole file
+    finally:
         partial.unlink(missing_ok=True)
-        said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        raise RuntimeError(f"the memory-breakdown shim did not compile: {said}")
-    os.replace(partial, target)  # atomic: another process building it at once gets a whole file
     return target
 
 
@@ -100,8 +118,8 @@ def _load():
             lib.llamabench_tensor_buffers.argtypes = [ctypes.c_void_p, ctypes.POINTER(_TensorRow), ctypes.c_int]
             lib.llamabench_tensor_buffers.restype = ctypes.c_int
             _shim = lib
-        except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
-            _why_not = str(exc)
+        except Exception as exc:  # noqa: BLE001 - any failure here means: no breakdown, said once, never fatal
+            _why_not = str(exc) or type(exc).__name__
     return _shim
 
 

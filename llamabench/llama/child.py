@@ -16,7 +16,7 @@ import time
 from .. import serial, sysinfo
 from ..errors import LlamabenchError
 from ..params import BenchTest, Params
-from . import engine
+from . import breakdown, engine
 from .engine import DryRunModel, Session
 from .process import die_with_parent
 
@@ -139,7 +139,8 @@ def serve_dry_runs(job: dict) -> None:
                 models.pop(next(iter(models))).close()
         model = models[key]
         emit("loaded", model_size_bytes=model.size, n_params=model.n_params,
-             host_tensors=None if model.host_tensors is None else list(model.host_tensors))
+             host_tensors=None if model.host_tensors is None else list(model.host_tensors),
+             breakdown_unavailable=breakdown.unavailable())
         return model
 
     model = load(job["params"], job.get("rpc"))

@@ -20,12 +20,12 @@ from pathlib import Path
 
 from ..allocations import Allocations, parse_allocations
 from ..errors import EngineError
+from ..versions import LLAMA_CPP_PYTHON_VERSION
 from .process import stop_group
 from .rpc import accepts, free_port
 
 TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS"
 VULKAN_TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS_VULKAN"
-LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 READY = "listening on http"
 
 

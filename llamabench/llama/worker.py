@@ -16,7 +16,7 @@ from typing import Callable
 
 from .. import sysinfo
 from ..allocations import Allocations
-from ..errors import EngineError, UsageError
+from ..errors import ContextRefused, EngineError, UsageError
 from ..params import Params, rpc_endpoints
 from .process import stop_group
 
@@ -152,8 +152,10 @@ class DryRunChild:
         self.placement, self.rpc = placement, rpc
         self.model_size_bytes, self.n_params = event["model_size_bytes"], event["n_params"]
         named = event.get("host_tensors")
-        # the weight tensors this placement keeps in system RAM (None: not read)
+        # the weight tensors this placement keeps in system RAM (None: not read), and why not where not
         self.host_tensors = None if named is None else frozenset(str(n) for n in named)
+        why = event.get("breakdown_unavailable")
+        self.breakdown_unavailable = None if why is None else str(why)
 
     def _send(self, obj: dict) -> None:
         try:
@@ -180,8 +182,9 @@ class DryRunChild:
         self._send(settings.to_dict())
         try:
             event = self._next()
-        except EngineError:
-            raise  # a context llama.cpp refused: the child goes on serving (or is gone, and says so next time)
+        except EngineError as exc:
+            # a context llama.cpp refused (the child goes on serving), or aborted creating (the child is gone)
+            raise ContextRefused(str(exc)) from None
         except BaseException:
             self.close()
             raise
