@@ -21,6 +21,7 @@ from llamabench.params import Params
 from llamabench.source import resolve
 from llamabench.weights import breakdown as weights_breakdown
 
+
 def test_the_shim_builds_here():
     assert breakdown.unavailable() is None  # a C++ compiler and libllama: both are here wherever llama.cpp was built
 
