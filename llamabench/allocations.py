@@ -76,6 +76,7 @@ class DeviceParts:
 
 
 PARTS = ("weights", "kv", "recurrent", "compute")
+HOST = "system RAM"
 
 
 @dataclass(frozen=True)
@@ -85,12 +86,16 @@ class BufferBytes:
     model: int = 0  # weights
     context: int = 0  # KV cache and recurrent state together
     compute: int = 0  # compute buffers (the output buffer is not in it)
-HOST = "system RAM"
 
 
 def is_host_buffer(buffer_name: str) -> bool:
     """System RAM: CPU, CPU_Mapped, CPU_REPACK, AMX, and a GPU backend's pinned host buffers (CUDA_Host)."""
     return buffer_name.startswith("CPU") or buffer_name == "AMX" or buffer_name.endswith("_Host")
+
+
+def on_device(name: str):
+    """Which buffer names belong to one card (its own name), or to system RAM (`HOST`: every host buffer)."""
+    return is_host_buffer if name == HOST else (lambda buffer: buffer == name)
 
 
 @dataclass(frozen=True)
@@ -156,8 +161,9 @@ class Allocations:
     def device(self, name: str) -> DeviceParts:
         """The parts llama.cpp put on one card (by buffer name), or on system RAM (`HOST`: every host buffer,
         the output buffer included)."""
+        keep = on_device(name)
+
         def side(buffers: dict[str, float]) -> int:
-            keep = (lambda k: is_host_buffer(k)) if name == HOST else (lambda k: k == name)
             return round(sum(v for k, v in buffers.items() if keep(k)) * MIB)
 
         compute = side(self.compute_buffers_mib) + (side(self.output_buffers_mib) if name == HOST else 0)
@@ -166,7 +172,7 @@ class Allocations:
 
     def breakdown_of(self, name: str) -> BufferBytes:
         """The breakdown of one card (by buffer name), or of system RAM (`HOST`: every host buffer type)."""
-        keep = is_host_buffer if name == HOST else (lambda k: k == name)
+        keep = on_device(name)
         rows = [b for k, b in self.breakdown.items() if keep(k)]
         return BufferBytes(sum(b.model for b in rows), sum(b.context for b in rows), sum(b.compute for b in rows))
 

@@ -113,21 +113,21 @@ class WeightsBreakdown:
         between included (llama_model_loader::get_mapping_range). None where the offsets are not known."""
         if not self.tensor_spans or not any(span[2] for span in self.tensor_spans):
             return None
-        spans: dict[int, tuple[int, int]] = {}
-        for il, cls, off, n, part in self.tensor_spans:
-            if not self._on_card(il, cls, n_gpu_layers, n_cpu_moe):
-                first, last = spans.get(part, (off, off + n))
-                spans[part] = (min(first, off), max(last, off + n))
-        return sum(last - first for first, last in spans.values())
+        return self._span(not self._on_card(il, cls, n_gpu_layers, n_cpu_moe) for il, cls, *_ in self.tensor_spans)
 
     def mapped_span(self, host_tensors: frozenset[str]) -> int | None:
         """The host's mapped span (as host_mapped) for the tensors llama.cpp itself kept in system RAM, by name
         (a dry run's placement: host layers, and any tensor a device refused). None where offsets are unknown."""
         if len(self.tensor_names) != len(self.tensor_spans) or not any(span[2] for span in self.tensor_spans):
             return None
+        return self._span(name in host_tensors for name in self.tensor_names)
+
+    def _span(self, on_host) -> int:
+        """Per file of a split set, first to end of last of the tensors kept on the host (`on_host`: one flag per
+        tensor of tensor_spans), the tensors in between included: llama_model_loader::get_mapping_range."""
         spans: dict[int, tuple[int, int]] = {}
-        for name, (_, _, off, n, part) in zip(self.tensor_names, self.tensor_spans):
-            if name in host_tensors:
+        for kept, (_, _, off, n, part) in zip(on_host, self.tensor_spans):
+            if kept:
                 first, last = spans.get(part, (off, off + n))
                 spans[part] = (min(first, off), max(last, off + n))
         return sum(last - first for first, last in spans.values())

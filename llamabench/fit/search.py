@@ -353,11 +353,8 @@ class Fitter:
     def _fits(self, budget: "int | Budget", settings: Params, placement: Placement, *, card_only: bool = False) -> bool:
         """Whether it fits; a context llama.cpp cannot create on these devices (a dry run that failed: a tensor
         the backend does not take, say) does not fit, and the reason is kept."""
-        try:
-            return self._row_of(budget, settings, placement, card_only=card_only).fits
-        except ContextRefused as exc:
-            self.refused.setdefault(settings.n_ctx, str(exc))
-            return False
+        compute = self._compute_or_none(settings, placement)
+        return compute is not None and self._row_of(budget, settings, placement, compute, card_only=card_only).fits
 
     def _compute_or_none(self, settings: Params, placement: Placement) -> ComputeSplit | None:
         try:
