@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed-$(BACKEND)
 comma    := ,
 EXTRAS   := $(if $(filter cuda,$(BACKEND)),test$(comma)gpu,test)
 
-.PHONY: demo test test-fast install clean
+.PHONY: demo test test-fast lint install clean
 
 $(STAMP): pyproject.toml scripts/install_llama_cpp.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,10 +28,13 @@ demo: $(STAMP)
 	$(VENV)/bin/llamabench demo
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest --durations=15
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not slow"
+	$(PY) -m pytest -m "not slow" --durations=15
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -15,23 +15,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from llamabench import catalog
+from llamabench.jobs.twin.build import write_twin
 from llamabench.llama.child import measure_tests
 from llamabench.llama.engine import Session
-from llamabench.params import Params, bench_tests
-from llamabench.twin.build import write_twin
+from llamabench.llama.messages import Fill, TestFailed  # noqa: E402
+from llamabench.settings.bench_tests import bench_tests
+from llamabench.settings.params import Params
+from llamabench.world import catalog
 
 
 def run(path: str, n_ctx: int, depths: tuple[int, ...], n_gen: int, threads: int, refill: bool) -> tuple[float, int]:
     plan = bench_tests((0,), (n_gen,), depths)
     filled = 0
 
-    def emit(event, **data):
+    def emit(event):
         nonlocal filled
-        if event == "fill" and data["done"] == data["total"]:
-            filled += data["total"]
-        if event == "test_failed":
-            raise RuntimeError(data["reason"])
+        if isinstance(event, Fill) and event.done == event.total:
+            filled += event.total
+        if isinstance(event, TestFailed):
+            raise RuntimeError(event.reason)
 
     with Session(path, Params(n_ctx=n_ctx, n_threads=threads)) as session:
         t0 = time.perf_counter()

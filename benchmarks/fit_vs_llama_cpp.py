@@ -22,16 +22,16 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' support package
 
 import llamabench as lb  # noqa: E402
-from llamabench import catalog  # noqa: E402
-from llamabench.fit.advice import short_placement  # noqa: E402
-from llamabench.fit.search import Placement, PlacementKind, recommend  # noqa: E402
+from llamabench.jobs.fit.advice import short_placement  # noqa: E402
+from llamabench.jobs.fit.search import Placement, PlacementKind, recommend  # noqa: E402
+from llamabench.jobs.source import resolve  # noqa: E402
+from llamabench.jobs.twin.shape import cached_shape_twin  # noqa: E402
 from llamabench.llama.rpc import emulated_card  # noqa: E402
 from llamabench.render.table import render_table  # noqa: E402
-from llamabench.source import resolve  # noqa: E402
-from llamabench.twin.shape import cached_shape_twin  # noqa: E402
+from llamabench.world import catalog  # noqa: E402
 
 MIB, GIB = 2**20, 2**30
 FREE = re.compile(r"projected to use (\d+) MiB of device memory vs\. (\d+) MiB of free device memory")
@@ -94,7 +94,8 @@ def compare(label: str, path: str, endpoint: str, tools: Path, budget_mib: int, 
     return [label, str(budget_mib),
             f"{theirs['n_ctx']}, {describe_theirs(theirs, result.n_layer_all)}" if theirs["ok"] else "no answer",
             f"{theirs['projected_mib']}{over(theirs['projected_mib'])}" if theirs["ok"] else "-",
-            f"{ours.settings.n_ctx}, {short_placement(ours.placement)} (max {ours.max_n_ctx})" if ours else "nothing fits",
+            (f"{ours.settings.n_ctx}, {short_placement(ours.placement)} (max {ours.max_n_ctx})" if ours
+             else "nothing fits"),
             f"{ours.parts.total / MIB:.0f}" if ours else "-",
             f"{projected_ours}{over(projected_ours)}" if ours else "-",
             f"{best.settings.type_k}, {short_placement(best.placement)}" if best else "-",
@@ -123,14 +124,15 @@ def main() -> None:
                 rows.append(compare(model_id, shape, endpoint, args.tools, int(float(gib) * 1024), args.ctx, free_mib))
                 print(" | ".join(rows[-1]), file=sys.stderr)
         if args.real:
-            import real_model
+            from tests.support import real_model
 
             path, why = real_model.fetch()
             if path is None:
                 print(f"real GGUF skipped: {why}", file=sys.stderr)
             else:
                 for budget in (700, 800, 1024):
-                    rows.append(compare("gemma-3-270m Q4_K_M", str(path), endpoint, args.tools, budget, 32768, free_mib))
+                    rows.append(compare("gemma-3-270m Q4_K_M", str(path), endpoint, args.tools, budget, 32768,
+                                        free_mib))
                     print(" | ".join(rows[-1]), file=sys.stderr)
     print(render_table(["model", "budget MiB", "llama.cpp: -c, placement", "llama.cpp projects its answer MiB",
                         "ours (f16 KV): -c, placement", "we predict MiB", "llama.cpp projects ours MiB",

@@ -26,15 +26,16 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import llamabench as lb
-from llamabench import catalog
-from llamabench.fit.advice import short_placement
-from llamabench.fit.search import recommend
+from llamabench.jobs.fit.advice import short_placement
+from llamabench.jobs.fit.search import recommend
+from llamabench.jobs.twin.shape import cached_shape_twin
 from llamabench.llama.rpc import emulated_card
 from llamabench.render.table import render_table
-from llamabench.twin.shape import cached_shape_twin
+from llamabench.world import catalog
 
 MIB = 2**20
-BREAKDOWN = re.compile(r"\|\s+- RPC(\d+) \([^)]*\) \|\s*(\d+) =\s*(\d+) \+ \(\s*(\d+) =\s*(\d+) \+\s*(\d+) \+\s*(\d+)\)")
+BREAKDOWN = re.compile(r"\|\s+- RPC(\d+) \([^)]*\) \|\s*(\d+) =\s*(\d+) \+ "
+                       r"\(\s*(\d+) =\s*(\d+) \+\s*(\d+) \+\s*(\d+)\)")
 FREE = re.compile(r"projected to use (\d+) MiB of device memory vs\. (\d+) MiB of free device memory")
 
 
@@ -63,7 +64,8 @@ def short_args(args: str) -> str:
         return "no change needed (-ngl -1: all layers, split by free memory)"
     layers = sorted({int(x) for x in re.findall(r"blk\\?\.(\d+)\\?\.ffn", out)})
     if layers:
-        out = re.sub(r'-ot "?[^ ]+"?', f"-ot experts of layers {layers[0]}-{layers[-1]} (some parts: {len(layers)}) =CPU", out)
+        out = re.sub(r'-ot "?[^ ]+"?',
+                     f"-ot experts of layers {layers[0]}-{layers[-1]} (some parts: {len(layers)}) =CPU", out)
     return out
 
 
@@ -111,7 +113,8 @@ def main() -> None:
                 t_ours = time.perf_counter() - t0
                 ours = recommend([r for r in result.rows_for(vram, args.ctx) if r.settings.type_k == "f16"])
                 best = recommend(result.rows_for(vram, args.ctx))
-                seen = llama_fit(args.tools, shape, devs, ours.settings.n_ctx, margins, ours_args(ours)) if ours else None
+                seen = (llama_fit(args.tools, shape, devs, ours.settings.n_ctx, margins, ours_args(ours)) if ours
+                        else None)
                 over = lambda used: " ".join(f"{u}{'!' if u > b else ''}" for u, b in zip(used, budgets))  # noqa: E731
                 rows.append([model_id, machine + ("" if budgets == [int(g * 1024) for g in gib] else
                                                   f" (as {'+'.join(str(b) for b in budgets)} MiB)"),

@@ -23,15 +23,15 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' support package
 
 import llamabench as lb  # noqa: E402
-import real_model  # noqa: E402
-from llamabench.allocations import HOST  # noqa: E402
-from llamabench.fit.advice import llama_server_command  # noqa: E402
+from llamabench.jobs.fit.advice import llama_server_command  # noqa: E402
 from llamabench.llama import engine  # noqa: E402
 from llamabench.llama.server import run_printed_command, vulkan_tools_dir  # noqa: E402
+from llamabench.memory.allocations import HOST  # noqa: E402
 from llamabench.render.table import render_table  # noqa: E402
+from tests.support import real_model  # noqa: E402
 
 MIB = 2**20
 # common_memory_breakdown_print rows: a device "| - Vulkan0 (...) | total = free + (self = model + context + compute)
@@ -97,7 +97,8 @@ def main() -> int:
         label = f"{name} -c {n_ctx}" + (f" -ngl {ngl}" if ngl else " -ngl 99")
         for i, (device, part, predicted, allocated, params_mib) in enumerate(parts):
             out.append([label if i == 0 else "", device, part, f"{predicted / MIB:.2f}", f"{allocated / MIB:.2f}",
-                        f"{round((allocated - predicted) / MIB, 2) + 0.0:+.2f}", "-" if params_mib is None else str(params_mib),
+                        f"{round((allocated - predicted) / MIB, 2) + 0.0:+.2f}",
+                        "-" if params_mib is None else str(params_mib),
                         f"fit {f_fit:.2f} s, fit-params {f_params:.2f} s ({f_fit / f_params:.2f}x)" if i == 0 else ""])
     print(render_table(["case", "device", "part", "fit MiB", "llama-server MiB", "diff", "llama-fit-params MiB",
                         f"median time ({args.rounds} alternating rounds)"], out, align="lllrrrrl"))

@@ -18,14 +18,14 @@ import time
 from pathlib import Path
 
 import llamabench as lb
-from llamabench import catalog
-from llamabench.twin.build import write_twin
-
+from llamabench.jobs.twin.build import write_twin
+from llamabench.world import catalog
 
 _quiet = None
 
 
-def bare_loop(path: str, n_ctx: int, n_prompt: int, n_gen: int, reps: int, threads: int) -> tuple[list[float], list[float]]:
+def bare_loop(path: str, n_ctx: int, n_prompt: int, n_gen: int, reps: int,
+              threads: int) -> tuple[list[float], list[float]]:
     import llama_cpp as lc
 
     global _quiet
@@ -73,7 +73,8 @@ def bare_loop(path: str, n_ctx: int, n_prompt: int, n_gen: int, reps: int, threa
     return pp, tg
 
 
-def bench_tool(path: str, label: str, n_ctx: int, n_prompt: int, n_gen: int, reps: int, threads: int) -> tuple[list[float], list[float]]:
+def bench_tool(path: str, label: str, n_ctx: int, n_prompt: int, n_gen: int, reps: int,
+               threads: int) -> tuple[list[float], list[float]]:
     with tempfile.TemporaryDirectory() as tmp:
         run = lb.bench(path, n_ctx=n_ctx, n_prompt=n_prompt, n_gen=n_gen, n_threads=threads, repetitions=reps,
                        results=Path(tmp) / "r.jsonl")
@@ -106,7 +107,8 @@ def main() -> None:
     print(f"{'test':<8} {'bare ctypes t/s':>18} {'llamabench t/s':>18} {'bench / bare':>13}")
     for name, bare, tool in ((f"pp{args.p}", bare_pp, tool_pp), (f"tg{args.n}", bare_tg, tool_tg)):
         b, t = statistics.mean(bare), statistics.mean(tool)
-        print(f"{name:<8} {b:>10.2f} ± {statistics.stdev(bare):>5.2f} {t:>10.2f} ± {statistics.stdev(tool):>5.2f} {t / b:>13.3f}")
+        print(f"{name:<8} {b:>10.2f} ± {statistics.stdev(bare):>5.2f} "
+              f"{t:>10.2f} ± {statistics.stdev(tool):>5.2f} {t / b:>13.3f}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' support package
 
 import llamabench as lb  # noqa: E402
 from llamabench.render.speed import render_roofline  # noqa: E402
@@ -30,7 +30,7 @@ def main() -> None:
     ap.add_argument("--results", type=Path, default=None, help="use these bench records instead of measuring")
     a = ap.parse_args()
     if a.model is None:
-        import real_model
+        from tests.support import real_model
 
         a.model = real_model.path_or_exit()
     deepest = max(int(d) for d in a.d.split(","))

@@ -7,7 +7,7 @@ llama-cpp-python by ../shared/tools/build_llama_tools.sh.
 
     .venv/bin/python benchmarks/vs_llama_bench.py [--model GGUF] [--rounds 3] [-p 256] [-n 32] [-d 0,2048]
         [-r 3] [-t 2] [--repack 0]
-The default model is the real Gemma 3 270M Q4_K_M that the tests fetch (tests/real_model.py).
+The default model is the real Gemma 3 270M Q4_K_M that the tests fetch (tests/support/real_model.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))  # the tests' support package
 
 import llamabench as lb  # noqa: E402
 
@@ -66,7 +66,7 @@ def main() -> None:
     ap.add_argument("--tools", type=Path, default=Path.home() / ".cache" / "llama-tools" / "0.3.36" / "bin")
     a = ap.parse_args()
     if a.model is None:
-        import real_model
+        from tests.support import real_model
 
         a.model = real_model.path_or_exit()
     if a.ctx is None:  # llama-bench sizes its context to depth + prompt + gen; bench takes it as -c

@@ -1,19 +1,26 @@
-"""Entry point: registers the commands and turns user errors into one line."""
+"""Entry point: registers the commands and turns user errors into one line.
+
+Only the command that runs is imported (`importlib`, by its name in `commands.SUMMARY`): `llamabench --help`
+loads this module and the commands' one-line table, not llama.cpp's binding, gguf or numpy."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
-from .commands import bench, demo, fit, inspect, report, roofline, twin, verify
-from .errors import LlamabenchError
-from .safe_text import escaped
-from .versions import __version__
+from .commands import SUMMARY
+from .core.errors import LlamabenchError
+from .core.safe_text import escaped
+from .world.versions import __version__
 
-MODULES = {"inspect": inspect, "twin": twin, "verify": verify, "bench": bench, "fit": fit, "roofline": roofline,
-           "report": report, "demo": demo}
-COMMANDS = tuple(MODULES)
+COMMANDS = tuple(SUMMARY)
+
+
+def command_module(name: str):
+    """The module of one command (llamabench/commands/NAME.py)."""
+    return importlib.import_module(f"{__package__}.commands.{name}")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -23,24 +30,35 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"llamabench: error: {self.prog}: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with `only` one command's options in full and the others by name and help alone."""
     parser = OneLineParser(
         prog="llamabench",
         description="What a GGUF model costs in memory at long context, and what llama.cpp really allocates.",
     )
     parser.add_argument("--version", action="version", version=f"llamabench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, module in MODULES.items():
-        p = sub.add_parser(name, help=module.HELP, description=module.HELP, epilog=module.EXAMPLES,
+    for name, summary in SUMMARY.items():
+        if only is not None and name != only:
+            sub.add_parser(name, help=summary, description=summary)
+            continue
+        module = command_module(name)
+        p = sub.add_parser(name, help=summary, description=summary, epilog=module.EXAMPLES,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         module.add_arguments(p)
         p.set_defaults(run=module.run)
     return parser
 
 
+def chosen_command(argv: list[str]) -> str:
+    """The command named on the line (the first word that is one), or "" for `llamabench --help` and errors."""
+    return next((word for word in argv if word in SUMMARY), "") if argv else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        argv = sys.argv[1:] if argv is None else list(argv)
+        args = build_parser(only=chosen_command(argv)).parse_args(argv)
         code = args.run(args)
         sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers, not at exit
         return code

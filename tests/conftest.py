@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-import real_model
-from llamabench.metadata import ModelMetadata
+from tests.support import real_model
 
 
 @pytest.fixture(scope="session")
@@ -19,14 +18,6 @@ def _isolated_dirs(tmp_path, monkeypatch, _shim_dir):
     monkeypatch.setenv("LLAMABENCH_SHIM_DIR", str(_shim_dir))
     monkeypatch.setenv("LLAMABENCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("LLAMABENCH_REPORTS_DIR", str(tmp_path / "reports"))
-
-
-def model(arch: str, name: str = "", **suffix_values) -> ModelMetadata:
-    """ModelMetadata from `{arch}.`-relative keys; '__' in a keyword stands for '.'."""
-    keys = {"general.architecture": arch}
-    for suffix, value in suffix_values.items():
-        keys[f"{arch}.{suffix.replace('__', '.')}"] = value
-    return ModelMetadata(source=f"test:{name or arch}", architecture=arch, keys=keys, name=name)
 
 
 @pytest.fixture(scope="session")

@@ -6,14 +6,17 @@ import argparse
 import json
 import sys
 
-from .. import api, params, stats
-from ..params import OutputFormat
+from .. import api
+from ..core import stats
+from ..records.records import read_records
 from ..render.bench import render
 from ..render.progress import Progress
-from ..results.records import read_records
+from ..settings import arguments
+from ..settings.params import OutputFormat
+from . import SUMMARY
 from .output import keywords, warn
 
-HELP = "create real llama.cpp contexts, record what they allocate and how fast they run at depth"
+HELP = SUMMARY["bench"]
 EXAMPLES = """examples:
   llamabench bench qwen3-5-35b-a3b -c 131072 -p 512 -n 32 -d 0,4096 -r 2 -fa on
   llamabench bench model.gguf -c 32k,128k -ctk f16,q8_0 -ctv f16,q8_0 -ngl 99 -o jsonl
@@ -30,9 +33,9 @@ OPTIONS = ("rpc", "results", "resume", "dry_run")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    params.add_arguments(parser, ("model", *api.BENCH_PARAMS, *TESTS, *OPTIONS, "output"),
-                         lists=(*api.BENCH_LISTS, "n_prompt", "n_gen", "n_depth"),
-                         defaults={"output": OutputFormat.MD})
+    arguments.add_arguments(parser, ("model", *api.BENCH_PARAMS, *TESTS, *OPTIONS, "output"),
+                            lists=(*api.BENCH_LISTS, "n_prompt", "n_gen", "n_depth"),
+                            defaults={"output": OutputFormat.MD})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,25 +9,30 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+from typing import Callable
 
-from .. import api, catalog, params, sysinfo
-from .. import source as model_source
-from ..errors import LlamabenchError
-from ..fit.search import PlacementKind, recommend
-from ..footprint import KV_PAD
+from .. import api
+from ..core.errors import LlamabenchError
+from ..jobs import source as model_source
+from ..jobs.fit.search import PlacementKind, recommend
 from ..llama import engine
-from ..params import OutputFormat
-from ..paths import reports_dir
+from ..memory.footprint import KV_PAD
+from ..records.jsonl import check_destination
+from ..records.records import FitRecord
 from ..render.bench import render as render_bench
 from ..render.fit import render_text
 from ..render.inspect import render_inspection
 from ..render.progress import Progress
 from ..render.verify import render_verify
-from ..results.jsonl import check_destination
-from ..results.records import FitRecord
+from ..settings import arguments
+from ..settings.params import OutputFormat
+from ..world import catalog, sysinfo
+from ..world.paths import reports_dir
+from . import SUMMARY
 from .output import warn
 
-HELP = "the main job: inspect, verify, fit, a bench at depth and the report (default: the built-in Qwen3.5-35B-A3B)"
+HELP = SUMMARY["demo"]
 EXAMPLES = """examples:
   llamabench demo                                   # Qwen3.5-35B-A3B via its geometry twin, n_ctx 131072
   llamabench demo gemma-3-270m-Q4_K_M.gguf --ctx 32k --out-dir my-report
@@ -43,13 +48,13 @@ DEMO_DEFAULTS = {"n_prompt": 256, "n_gen": 16, "repetitions": 2}  # a short benc
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    params.add_arguments(parser, ("model", "n_ctx", "vram", "n_depth", "max_depth", "n_prompt", "n_gen",
-                                  "repetitions", "n_threads", "out_dir"),
-                         lists=("vram", "n_depth"), defaults={**DEMO_DEFAULTS, "n_depth": None, "vram": None},
-                         helps={"n_depth": "bench depths (default: derived from n_ctx, capped by --max-depth)",
-                                "max_depth": "deepest bench depth (default 8192 for a GGUF, 2048 for a twin on a "
-                                             "CPU build)"},
-                         optional_model=catalog.DEFAULT_MODEL_ID)
+    arguments.add_arguments(parser, ("model", "n_ctx", "vram", "n_depth", "max_depth", "n_prompt", "n_gen",
+                                     "repetitions", "n_threads", "out_dir"),
+                            lists=("vram", "n_depth"), defaults={**DEMO_DEFAULTS, "n_depth": None, "vram": None},
+                            helps={"n_depth": "bench depths (default: derived from n_ctx, capped by --max-depth)",
+                                   "max_depth": "deepest bench depth (default 8192 for a GGUF, 2048 for a twin on a "
+                                                "CPU build)"},
+                            optional_model=catalog.DEFAULT_MODEL_ID)
 
 
 def default_depths(n_ctx: int, test_tokens: int, max_depth: int) -> list[int]:
@@ -64,19 +69,11 @@ def deepest_depth(n_ctx: int, test_tokens: int) -> int:
     return max(0, n_ctx - test_tokens) // KV_PAD * KV_PAD
 
 
-def run(args: argparse.Namespace) -> int:
-    start = time.perf_counter()
-    source = model_source.resolve(args.model)
-    out_dir = args.out_dir or reports_dir() / source.label
-    results = out_dir / "results.jsonl"
-    check_destination(results)
-    gpu = engine.supports_gpu_offload()
-    # -c 0: the model's trained length, as llama.cpp reads it
-    n_ctx = args.n_ctx or api.inspect(args.model, n_ctx=0).footprint.shape.n_ctx
+def _depths(args: argparse.Namespace, source, n_ctx: int, gpu: bool) -> tuple[list[int], str]:
+    """The bench depths and the line that says why they are these."""
     test_tokens = args.n_prompt + args.n_gen
     if args.n_depth is not None:
-        depths = sorted(set(args.n_depth))
-        why = "as given by --depths"
+        depths, why = sorted(set(args.n_depth)), "as given by --depths"
     else:
         max_depth = args.max_depth if args.max_depth is not None else (
             n_ctx if gpu else CPU_MAX_DEPTH_TWIN if source.is_catalog else CPU_MAX_DEPTH_FILE)
@@ -88,42 +85,66 @@ def run(args: argparse.Namespace) -> int:
         else:
             why = (f"capped by the default --max-depth {max_depth} on a CPU build (filling deeper takes minutes "
                    "here; raise --max-depth to go deeper)")
-    depth_line = f"bench depths {', '.join(map(str, depths))} of n_ctx {n_ctx:,}: {why}"
-    repack = True
-    repack_note = None
+    return depths, f"bench depths {', '.join(map(str, depths))} of n_ctx {n_ctx:,}: {why}"
+
+
+def _repack(source, gpu: bool) -> tuple[bool, str | None]:
+    """--repack for the bench, and a note when it is off."""
     if not gpu and sysinfo.has_amx() and not source.is_catalog:
         # ggml's AMX repack of Q4_K weights crashed llama.cpp (SIGSEGV in decode) on a real Gemma 3 Q4_K_M here
-        repack = False
-        repack_note = ("bench ran with --repack 0: this CPU reports AMX, and llama.cpp's AMX-repacked quantized weights "
-                       "crash in decode here (llama-bench itself dies with SIGILL)")
+        return False, ("bench ran with --repack 0: this CPU reports AMX, and llama.cpp's AMX-repacked quantized "
+                       "weights crash in decode here (llama-bench itself dies with SIGILL)")
+    return True, None
 
-    def inspect_step() -> bool:
-        record = api.inspect(args.model, n_ctx=n_ctx, results=results)
+
+class _Demo:
+    """The demo's steps over one model, each printing its answer; a step returns False when it found a problem."""
+
+    def __init__(self, args: argparse.Namespace, source, results: Path, out_dir: Path, n_ctx: int, gpu: bool):
+        self.args, self.source, self.results, self.out_dir, self.n_ctx, self.gpu = (args, source, results, out_dir,
+                                                                                     n_ctx, gpu)
+        self.depths, self.depth_line = _depths(args, source, n_ctx, gpu)
+        self.repack, self.repack_note = _repack(source, gpu)
+        self.fits: list[FitRecord] = []
+
+    def steps(self) -> list[tuple[str, Callable[[], bool], bool]]:
+        """(title, step, whether a problem there ends the demo)."""
+        return [
+            ("inspect: layer layout and theoretical footprint", self.inspect, True),
+            ("verify: theory against llama.cpp's own allocation lines (dry run)", self.verify, False),
+            ("fit: does it fit on the card?", self.fit, False),
+            (f"bench: a real context at n_ctx {self.n_ctx}, prefill and decode; {self.depth_line}", self.bench, False),
+            ("report: kv_efficiency record, report.md and plots", self.report, True),
+        ]
+
+    def inspect(self) -> bool:
+        record = api.inspect(self.args.model, n_ctx=self.n_ctx, results=self.results)
         if record.inspection.context_warning:
             warn(record.inspection.context_warning)
         print(render_inspection(record))
         return True
 
-    def verify_step() -> bool:
-        record = api.verify(args.model, n_ctx=n_ctx, results=results)
+    def verify(self) -> bool:
+        record = api.verify(self.args.model, n_ctx=self.n_ctx, results=self.results)
         if record.context_warning:
             warn(record.context_warning)
         print(render_verify(record))
         return record.ok
 
-    def fit_step() -> bool:
-        record = api.fit(args.model, n_ctx=[n_ctx], vram=args.vram, results=results)
+    def fit(self) -> bool:
+        record = api.fit(self.args.model, n_ctx=[self.n_ctx], vram=self.args.vram, results=self.results)
         print(render_text(record.fit))
-        fits.append(record)
+        self.fits.append(record)
         return True
 
-    def bench_step() -> bool:
-        ngl = (_recommended_ngl(fits[-1]) if fits else 99) if gpu else 0
+    def bench(self) -> bool:
+        args = self.args
+        ngl = (_recommended_ngl(self.fits[-1]) if self.fits else 99) if self.gpu else 0
         progress = Progress(0, enabled=sys.stderr.isatty())
         try:
-            run_ = api.bench(args.model, n_ctx=n_ctx, n_prompt=args.n_prompt, n_gen=args.n_gen, n_depth=depths,
-                             repetitions=args.repetitions, n_threads=args.n_threads or None, repack=repack,
-                             n_gpu_layers=ngl, results=results, on_event=progress)
+            run_ = api.bench(args.model, n_ctx=self.n_ctx, n_prompt=args.n_prompt, n_gen=args.n_gen,
+                             n_depth=self.depths, repetitions=args.repetitions, n_threads=args.n_threads or None,
+                             repack=self.repack, n_gpu_layers=ngl, results=self.results, on_event=progress)
         finally:
             progress.close()
         if run_.records:
@@ -132,24 +153,16 @@ def run(args: argparse.Namespace) -> int:
                                                                        else ""), file=sys.stderr)
         return not run_.failed and not run_.interrupted
 
-    def report_step() -> bool:
-        result = api.report([results], out_dir=out_dir, compare=NATURAL_COMPARISONS.get(source.label, []))
+    def report(self) -> bool:
+        result = api.report([self.results], out_dir=self.out_dir,
+                            compare=NATURAL_COMPARISONS.get(self.source.label, []))
         for model in result.models:
             print(f"{model.label}: wrote {len(model.files)} files to {model.out_dir}")
         return True
 
-    fits: list[FitRecord] = []
-    steps = [
-        ("inspect: layer layout and theoretical footprint", inspect_step, True),
-        ("verify: theory against llama.cpp's own allocation lines (dry run)", verify_step, False),
-        ("fit: does it fit on the card?", fit_step, False),
-        (f"bench: a real context at n_ctx {n_ctx}, prefill and decode; {depth_line}", bench_step, False),
-        ("report: kv_efficiency record, report.md and plots", report_step, True),
-    ]
-    if source.is_catalog:
-        print(f"[demo] writing / reusing the geometry twin of {source.label}", file=sys.stderr, flush=True)
-        twin = source.gguf_for_llama()
-        print(f"geometry twin: {twin} ({twin.stat().st_size / 2**20:.1f} MiB)")
+
+def _run_steps(steps: list[tuple[str, Callable[[], bool], bool]], start: float) -> list[str] | None:
+    """Run the steps in order: the names of those that reported a problem, or None when a fatal one did."""
     failed = []
     for i, (title, step, fatal) in enumerate(steps, 1):
         name = title.split(":")[0]
@@ -165,10 +178,31 @@ def run(args: argparse.Namespace) -> int:
             print(f"[demo] step {i} ({name}) reported a problem", file=sys.stderr)
             failed.append(name)
             if fatal:
-                return 1
-    print(f"\n{depth_line}")
-    if repack_note:
-        print(repack_note)
+                return None
+    return failed
+
+
+def run(args: argparse.Namespace) -> int:
+    start = time.perf_counter()
+    source = model_source.resolve(args.model)
+    out_dir = args.out_dir or reports_dir() / source.label
+    results = out_dir / "results.jsonl"
+    check_destination(results)
+    gpu = engine.supports_gpu_offload()
+    # -c 0: the model's trained length, as llama.cpp reads it
+    n_ctx = args.n_ctx or api.inspect(args.model, n_ctx=0).footprint.shape.n_ctx
+    demo = _Demo(args, source, results, out_dir, n_ctx, gpu)
+    steps = demo.steps()
+    if source.is_catalog:
+        print(f"[demo] writing / reusing the geometry twin of {source.label}", file=sys.stderr, flush=True)
+        twin = source.gguf_for_llama()
+        print(f"geometry twin: {twin} ({twin.stat().st_size / 2**20:.1f} MiB)")
+    failed = _run_steps(steps, start)
+    if failed is None:
+        return 1
+    print(f"\n{demo.depth_line}")
+    if demo.repack_note:
+        print(demo.repack_note)
     print(f"demo finished in {time.perf_counter() - start:.1f} s: open {out_dir / 'report.md'}"
           + (f" (steps that reported a problem: {', '.join(failed)})" if failed else ""))
     return 1 if failed else 0

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from .. import api, params
+from .. import api
 from ..render.fit import render_text, render_verification
+from ..settings import arguments
+from . import SUMMARY
 from .output import keywords, show
 
-HELP = "does n_ctx fit on a 16 / 24 GB card beside the weights, and with which settings?"
+HELP = SUMMARY["fit"]
 EXAMPLES = """examples:
   llamabench fit qwen3-5-35b-a3b                       # 16 and 24 GiB cards, 128k, f16 / q8_0 / q4_0 KV
   llamabench fit model.gguf --vram 12GiB --ctx 32k,128k -ctk q8_0 -ctv q8_0
@@ -31,21 +33,24 @@ Budgets: plain numbers are GiB; units GiB, GB, MiB, MB; + joins one machine's ca
 512MiB+1GiB gives each card its own. --rpc hosts come first (llama.cpp orders RPC devices first), each
 sized by the free memory its ggml-rpc-server reports.
 """
-OPTIONS = ("vram", "rpc", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram", "ctx_checkpoints",
-           "verify", "emulate", "mmproj", "no_mmproj_offload", "quant", "remote", "results")
+OPTIONS = ("vram", "rpc", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram",
+           "ctx_checkpoints", "verify", "emulate", "mmproj", "no_mmproj_offload", "quant", "remote", "results")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    params.add_arguments(parser, ("model", *api.FIT_PARAMS, *OPTIONS, "output"), lists=(*api.FIT_LISTS, "vram"),
-                         defaults={**api.FIT_DEFAULTS, "vram": None, "n_gpu_layers": (), "n_cpu_moe": (), "n_seq": None,
-                                   "kv_unified": None, "cache_ram": None, "ctx_checkpoints": None},
-                         helps={"vram": "card sizes, comma list of alternatives; + joins one machine's cards (24GiB+12GiB); "
-                                        "plain numbers are GiB (default: on a GPU build its GPUs' free memory, else "
-                                        "16GiB,24GiB)",
-                                "n_seq": "llama-server's slots (-np); default: its auto, 4 slots on one unified KV stream",
-                                "kv_unified": "one KV stream for all slots (llama-server's -kvu; on with the auto -np)",
-                                "n_gpu_layers": "evaluate exactly these -ngl placements instead of searching",
-                                "n_cpu_moe": "evaluate exactly these --n-cpu-moe placements (all layers on the card)"})
+    arguments.add_arguments(parser, ("model", *api.FIT_PARAMS, *OPTIONS, "output"), lists=(*api.FIT_LISTS, "vram"),
+                            defaults={**api.FIT_DEFAULTS, "vram": None, "n_gpu_layers": (), "n_cpu_moe": (),
+                                      "n_seq": None, "kv_unified": None, "cache_ram": None, "ctx_checkpoints": None},
+                            helps={"vram": "card sizes, comma list of alternatives; + joins one machine's cards "
+                                           "(24GiB+12GiB); plain numbers are GiB (default: on a GPU build its GPUs' "
+                                           "free memory, else 16GiB,24GiB)",
+                                   "n_seq": "llama-server's slots (-np); default: its auto, 4 slots on one unified "
+                                            "KV stream",
+                                   "kv_unified": "one KV stream for all slots (llama-server's -kvu; on with the auto "
+                                                 "-np)",
+                                   "n_gpu_layers": "evaluate exactly these -ngl placements instead of searching",
+                                   "n_cpu_moe": "evaluate exactly these --n-cpu-moe placements (all layers on the "
+                                                "card)"})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from .. import api, params
+from .. import api
 from ..render.inspect import render_inspection
+from ..settings import arguments
+from . import SUMMARY
 from .output import keywords, show, warn
 
-HELP = "layer layout and theoretical KV / recurrent footprint from GGUF metadata"
+HELP = SUMMARY["inspect"]
 EXAMPLES = """examples:
   llamabench inspect qwen3-5-35b-a3b                 # built-in catalog entry, n_ctx 131072
   llamabench inspect model.gguf --ctx 32k -ctk q8_0 -ctv q8_0 --json
@@ -16,7 +18,7 @@ EXAMPLES = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    params.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "output", "results"))
+    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "output", "results"))
 
 
 def run(args: argparse.Namespace) -> int:

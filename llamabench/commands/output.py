@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Callable
 
-from ..params import OutputFormat
+from ..settings.params import OutputFormat
 
 
 def warn(message: str) -> None:

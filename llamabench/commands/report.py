@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from .. import api, params
+from .. import api
+from ..settings import arguments
+from . import SUMMARY
 from .output import warn
 
-HELP = "write kv_efficiency records, a markdown report and plots from result files (runs nothing)"
+HELP = SUMMARY["report"]
 EXAMPLES = """examples:
   llamabench report results.jsonl --out-dir my-report --compare qwen3-30b-a3b
   llamabench report run-a.jsonl run-b.jsonl --out-dir merged/     # several machines: one series each
@@ -15,9 +17,9 @@ EXAMPLES = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    params.add_arguments(parser, ("result_files", "out_dir", "compare"),
-                         helps={"out_dir": "report folder (default reports/local/<label>/; one sub-folder per model "
-                                           "when the results hold several)"})
+    arguments.add_arguments(parser, ("result_files", "out_dir", "compare"),
+                            helps={"out_dir": "report folder (default reports/local/<label>/; one sub-folder per "
+                                              "model when the results hold several)"})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from .. import api, params
+from .. import api
+from ..memory.speed import CARDS
 from ..render.speed import render_roofline
-from ..speed import CARDS
+from ..settings import arguments
+from . import SUMMARY
 from .output import keywords, show
 
-HELP = "predict decode t/s at depths up to n_ctx from bytes per token, for a card or a bandwidth"
+HELP = SUMMARY["roofline"]
 EXAMPLES = """examples:
   llamabench roofline qwen3-5-35b-a3b --card rtx-4090 --ctx 131072
   llamabench roofline model.gguf --bandwidth 936 --tflops 35.6 --ctx 32768
@@ -30,9 +32,10 @@ PARAMS = ("n_ctx", "type_k", "type_v")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    params.add_arguments(parser, ("model", *PARAMS, *OPTIONS, "output"),
-                         helps={"card": "a card from the table, or several joined by + (a split): " + ", ".join(c.id for c in CARDS),
-                                "quant": "published quant of a catalog model (default Q4_K_M)"})
+    arguments.add_arguments(parser, ("model", *PARAMS, *OPTIONS, "output"),
+                            helps={"card": "a card from the table, or several joined by + (a split): "
+                                           + ", ".join(c.id for c in CARDS),
+                                   "quant": "published quant of a catalog model (default Q4_K_M)"})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,14 +6,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import params
-from .. import source as model_source
-from ..errors import UsageError
-from ..outputs import check_output
-from ..twin.build import write_twin
-from ..units import mib
+from ..core.errors import UsageError
+from ..core.units import mib
+from ..jobs import source as model_source
+from ..jobs.twin.build import write_twin
+from ..settings import arguments
+from ..world.outputs import check_output
+from . import SUMMARY
 
-HELP = "write a tiny GGUF with a real model's layer layout and cache geometry"
+HELP = SUMMARY["twin"]
 EXAMPLES = """examples:
   llamabench twin qwen3-5-35b-a3b --out qwen35-twin.gguf
   llamabench twin /models/gemma-3-27b-Q4_K_M.gguf --out gemma3-twin.gguf   # copies the file's layout keys
@@ -21,8 +22,8 @@ EXAMPLES = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    params.add_arguments(parser, ("model", "out", "seed"),
-                         helps={"out": "where to write the twin (default: <label>-twin.gguf)"})
+    arguments.add_arguments(parser, ("model", "out", "seed"),
+                            helps={"out": "where to write the twin (default: <label>-twin.gguf)"})
 
 
 def run(args: argparse.Namespace) -> int:

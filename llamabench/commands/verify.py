@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from .. import api, params
+from .. import api
 from ..render.verify import render_matrix, render_verify
+from ..settings import arguments
+from . import SUMMARY
 from .output import keywords, show, warn
 
-HELP = "compare the theoretical KV / recurrent sizes with what llama.cpp itself reports"
+HELP = SUMMARY["verify"]
 EXAMPLES = """examples:
   llamabench verify qwen3-5-35b-a3b --ctx 131072      # writes (or reuses) the catalog twin
   llamabench verify model.gguf --ctx 32768 -ctk q8_0 -ctv q8_0 --n-seq 4
@@ -19,7 +21,7 @@ reads its metadata and tensor infos, no weights). Exit code 1 on any mismatch.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    params.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "output", "matrix", "results"))
+    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "output", "matrix", "results"))
 
 
 def run(args: argparse.Namespace) -> int:

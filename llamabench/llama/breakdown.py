@@ -24,9 +24,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..allocations import BufferBytes
-from ..paths import shim_dir
-from ..versions import LLAMA_CPP_PYTHON_VERSION
+from ..memory.allocations import BufferBytes
+from ..world.paths import shim_dir
+from ..world.versions import LLAMA_CPP_PYTHON_VERSION
 
 SOURCE = Path(__file__).with_name("breakdown.cpp")
 LIBRARY_NAME = "libllamabench_breakdown.so"

@@ -1,10 +1,11 @@
 """The one child entry point: every real llama.cpp context is created in a process of its own.
 
-Run as `python -m llamabench.llama.child` with a job on stdin (JSON); `worker.run_child` is the
-parent side. Jobs: "bench" (create a context, time the tests) and "create" (create a context and
-report what it allocated, for `fit --verify`). Every message is one JSON object on stdout, flushed
-at once, so the parent keeps what was measured even if this process dies: a crash or an
-out-of-memory in llama.cpp ends one child, never the command.
+Run as `python -m llamabench.llama.child` with a job on stdin (JSON); `worker` is the parent side and
+`messages` declares every job and event. Jobs: "bench" (create a context, time the tests), "create"
+(create a context and report what it allocated, for `fit --verify`), "dry_runs" (no_alloc contexts, one
+per request) and "devices". Every event is one JSON object on stdout, flushed at once, so the parent keeps
+what was measured even if this process dies: a crash or an out-of-memory in llama.cpp ends one child,
+never the command.
 """
 
 from __future__ import annotations
@@ -12,55 +13,76 @@ from __future__ import annotations
 import json
 import sys
 import time
+from typing import Callable
 
-from .. import serial, sysinfo
-from ..errors import LlamabenchError
-from ..params import BenchTest, Params
+from ..core.errors import LlamabenchError
+from ..settings.bench_tests import BenchTest
+from ..settings.params import Params
+from ..world import sysinfo
 from . import breakdown, engine
 from .engine import DryRunModel, Session
+from .messages import (
+    Alloc,
+    BenchJob,
+    CreateJob,
+    Devices,
+    DevicesJob,
+    Done,
+    DryFailed,
+    DryRunSizes,
+    DryRunsJob,
+    Event,
+    Failed,
+    Fill,
+    Loaded,
+    LoadRequest,
+    Measured,
+    TestFailed,
+    read_job,
+    read_request,
+    to_wire,
+)
 from .process import die_with_parent
 
 
-def emit(event: str, **data) -> None:
-    sys.stdout.write(json.dumps({"event": event, **data}) + "\n")
+def emit(event: Event) -> None:
+    sys.stdout.write(json.dumps(to_wire(event)) + "\n")
     sys.stdout.flush()
 
 
-def _create(job: dict):
-    """Create the job's context and emit its "alloc" event; None (after a "failed" event) on failure."""
-    params = Params.from_dict(job["params"])
-    rpc = job.get("rpc")
+def _create(job: CreateJob):
+    """Create the job's context and emit its `Alloc` event; None (after a `Failed` event) on failure."""
     rss_before = sysinfo.process_rss_bytes()
     gpu_before = sysinfo.gpu_used_bytes()
-    devices_before = {(d["name"], d["description"]): d["free_bytes"] for d in engine.device_memory()}
+    devices_before = tuple(engine.device_memory())
     start = time.perf_counter()
     try:
-        session = Session(job["path"], params, rpc=rpc, threadpool=job["job"] == "bench")
+        session = Session(job.path, job.params, rpc=job.rpc, threadpool=isinstance(job, BenchJob))
     except LlamabenchError as exc:
-        emit("failed", reason=str(exc))
+        emit(Failed(str(exc)))
         return None
-    emit("alloc", allocations=session.allocations.to_dict(), model_size_bytes=session.model_size_bytes,
-         n_params=session.n_params, model_desc=session.model_desc, n_ctx=session.n_ctx,
-         rss_before_bytes=rss_before, rss_after_bytes=sysinfo.process_rss_bytes(),
-         gpu_used_before_bytes=gpu_before, gpu_used_after_bytes=sysinfo.gpu_used_bytes(),
-         create_seconds=time.perf_counter() - start,
-         devices=[{**d, "free_before_bytes": devices_before.get((d["name"], d["description"]))}
-                  for d in engine.device_memory()])
+    emit(Alloc(allocations=session.allocations, model_size_bytes=session.model_size_bytes, n_params=session.n_params,
+               model_desc=session.model_desc, n_ctx=session.n_ctx, rss_before_bytes=rss_before,
+               rss_after_bytes=sysinfo.process_rss_bytes(), gpu_used_before_bytes=gpu_before,
+               gpu_used_after_bytes=sysinfo.gpu_used_bytes(), create_seconds=time.perf_counter() - start,
+               devices_before=devices_before, devices=tuple(engine.device_memory())))
     return session
 
 
-def run_job(job: dict) -> None:
+def create_and_bench(job: CreateJob) -> None:
+    """A `CreateJob` ends once its context is created; a `BenchJob` times its tests in it."""
     session = _create(job)
     if session is None:
         return
     with session:
-        if job["job"] == "bench":
-            tests = [serial.from_dict(BenchTest, t) for t in job["tests"]]
-            measure_tests(session, tests, job["repetitions"], emit)
+        if isinstance(job, BenchJob):
+            measure_tests(session, list(job.tests), job.repetitions, emit)
 
 
-def measure_tests(session, tests: list[BenchTest], repetitions: int, emit, *, refill: bool = False) -> None:
-    """Fill the context once and measure the depths in increasing order.
+def measure_tests(session, tests: list[BenchTest], repetitions: int, emit: Callable[[Event], None], *,
+                  refill: bool = False) -> None:
+    """Fill the context once and measure the depths in increasing order; `emit` gets each `Fill`, `Measured` and
+    `TestFailed` event.
 
     Before each test and each repetition the sequence is restored to the depth's snapshot, so every
     repetition starts at the same depth. `refill=True` instead clears the context and fills from
@@ -81,20 +103,19 @@ def measure_tests(session, tests: list[BenchTest], repetitions: int, emit, *, re
             def on_chunk(n, _need=need, _start=fill_start, _depth=depth):
                 nonlocal done
                 done += n
-                emit("fill", depth=_depth, done=done, total=_need, seconds=time.perf_counter() - _start)
+                emit(Fill(depth=_depth, done=done, total=_need, seconds=time.perf_counter() - _start))
 
             try:
                 session.decode(need, on_chunk=on_chunk)
             except LlamabenchError as exc:
                 for t in tests:
                     if t.depth >= depth:
-                        emit("test_failed", name=t.name, reason=f"filling to depth {depth}: {exc}")
+                        emit(TestFailed(t.name, f"filling to depth {depth}: {exc}"))
                 return
         snap = session.snapshot()
         for t in (t for t in tests if t.depth == depth):
             if depth + t.n_tokens > session.n_ctx:
-                emit("test_failed", name=t.name,
-                     reason=f"depth {depth} + {t.n_tokens} tokens exceeds n_ctx {session.n_ctx}")
+                emit(TestFailed(t.name, f"depth {depth} + {t.n_tokens} tokens exceeds n_ctx {session.n_ctx}"))
                 continue
             run = session.decode if t.kind == "pp" else session.generate
             warmup = min(session.n_batch, t.n_tokens) if t.kind == "pp" else 1
@@ -108,61 +129,58 @@ def measure_tests(session, tests: list[BenchTest], repetitions: int, emit, *, re
                     run(t.n_tokens)
                     samples.append(time.perf_counter_ns() - t0)
             except LlamabenchError as exc:
-                emit("test_failed", name=t.name, reason=str(exc))
+                emit(TestFailed(t.name, str(exc)))
                 continue
-            emit("test", name=t.name, samples_ns=samples)
+            emit(Measured(t.name, tuple(samples)))
         session.restore(snap)
 
 
 MODELS_KEPT = 24  # no_alloc models kept loaded, one per placement: tensor metadata only, a reload costs ~1 s
 
 
-def serve_dry_runs(job: dict) -> None:
-    """Load once with no_alloc, then answer one dry-run context per settings line on stdin until EOF.
+def serve_dry_runs(job: DryRunsJob) -> None:
+    """Load once with no_alloc, then answer one dry-run context per `ContextRequest` on stdin until EOF.
 
-    A line {"load": PARAMS, "rpc": [...]} switches to another placement (-ngl, --n-cpu-moe, -ts, devices); the models of the last
+    A `LoadRequest` switches to another placement (-ngl, --n-cpu-moe, -ts, devices); the models of the last
     MODELS_KEPT placements stay loaded, so a search that comes back to one does not load it again.
     """
-    models: dict[str, DryRunModel] = {}
+    models: dict[tuple, DryRunModel] = {}
 
-    def load(placement: dict, rpc):
-        key = json.dumps([placement, rpc], sort_keys=True)
+    def load(placement: Params, rpc: tuple[str, ...] | None):
+        key = (placement, rpc)
         if key in models:
             models[key] = models.pop(key)  # most recent last
         else:
             try:
-                models[key] = DryRunModel(job["path"], Params.from_dict(placement), rpc=rpc)
+                models[key] = DryRunModel(job.path, placement, rpc=rpc)
             except LlamabenchError as exc:
-                emit("failed", reason=str(exc))
+                emit(Failed(str(exc)))
                 return None
             if len(models) > MODELS_KEPT:
                 models.pop(next(iter(models))).close()
         model = models[key]
-        emit("loaded", model_size_bytes=model.size, n_params=model.n_params,
-             host_tensors=None if model.host_tensors is None else list(model.host_tensors),
-             breakdown_unavailable=breakdown.unavailable())
+        emit(Loaded(model.size, model.n_params, model.host_tensors, breakdown.unavailable()))
         return model
 
-    model = load(job["params"], job.get("rpc"))
+    model = load(job.params, job.rpc)
     if model is None:
         return
     try:
         for line in sys.stdin:
             if not line.strip():
                 continue
-            request = json.loads(line)
-            if "load" in request:
-                model = load(request["load"], request.get("rpc", job.get("rpc")))
+            request = read_request(json.loads(line))
+            if isinstance(request, LoadRequest):
+                model = load(request.params, request.rpc)
                 if model is None:
                     return
                 continue
             try:
-                dry = model.context(Params.from_dict(request))
+                dry = model.context(request.params)
             except LlamabenchError as exc:
-                emit("dry_failed", reason=str(exc))
+                emit(DryFailed(str(exc)))
                 continue
-            emit("dry", allocations=dry.allocations.to_dict(), n_ctx=dry.n_ctx, n_ctx_seq=dry.n_ctx_seq,
-                 n_seq_max=dry.n_seq_max)
+            emit(DryRunSizes(dry.allocations, dry.n_ctx, dry.n_ctx_seq, dry.n_seq_max))
     finally:
         for kept in models.values():
             kept.close()
@@ -170,19 +188,20 @@ def serve_dry_runs(job: dict) -> None:
 
 def main() -> int:
     die_with_parent()
-    job = json.loads(sys.stdin.readline())
+    line = json.loads(sys.stdin.readline())
     try:
-        if job["job"] == "dry_runs":
+        job = read_job(line)
+        if isinstance(job, DryRunsJob):
             serve_dry_runs(job)
             return 0
-        if job["job"] == "devices":  # asked in a child: on CUDA the query makes a context on every GPU
-            emit("devices", devices=engine.device_memory())
+        if isinstance(job, DevicesJob):  # asked in a child: on CUDA the query makes a context on every GPU
+            emit(Devices(tuple(engine.device_memory())))
             return 0
-        run_job(job)
+        create_and_bench(job)
     except Exception as exc:  # report, then let the parent record the failure
-        emit("failed", reason=f"{type(exc).__name__}: {exc}")
+        emit(Failed(f"{type(exc).__name__}: {exc}"))
         return 1
-    emit("done")
+    emit(Done())
     return 0
 
 

@@ -12,11 +12,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import cache_types
-from ..allocations import Allocations, parse_allocations
-from ..errors import EngineError
-from ..params import Params, rpc_endpoints
+from ..core import cache_types
+from ..core.errors import EngineError
+from ..memory.allocations import Allocations, parse_allocations
+from ..settings.params import Params
+from ..settings.values import rpc_endpoints
 from . import breakdown
+from .devices import Device, is_endpoint, is_rpc_name
 
 _lock = threading.Lock()
 _buffer: list[str] | None = None
@@ -120,12 +122,12 @@ def gpu_devices() -> list[str]:
         dev = lib.ggml_backend_dev_get(i)
         if lib.ggml_backend_dev_type(dev) == GGML_BACKEND_DEVICE_TYPE_GPU:
             name = lib.ggml_backend_dev_name(dev).decode("utf-8", errors="replace")
-            if not name.startswith("RPC"):
+            if not is_rpc_name(name):
                 names.append(name)
     return names
 
 
-def device_memory() -> list[dict]:
+def device_memory() -> list[Device]:
     """Free and total memory of every device but the CPU (CUDA, Vulkan, Metal, RPC...), as llama.cpp's own fit
     reads it (`ggml_backend_dev_memory`, common/fit.cpp): backend-neutral, where NVML sees NVIDIA cards only."""
     _ensure_logging()
@@ -138,10 +140,10 @@ def device_memory() -> list[dict]:
             continue
         free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
         lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
-        out.append({"name": lib.ggml_backend_dev_name(dev).decode("utf-8", errors="replace"),
-                    "description": (lib.ggml_backend_dev_description(dev) or b"").decode("utf-8", errors="replace"),
-                    "free_bytes": int(free.value), "total_bytes": int(total.value),
-                    "is_gpu": kind in (GGML_BACKEND_DEVICE_TYPE_GPU, GGML_BACKEND_DEVICE_TYPE_IGPU)})
+        out.append(Device(name=lib.ggml_backend_dev_name(dev).decode("utf-8", errors="replace"),
+                          description=(lib.ggml_backend_dev_description(dev) or b"").decode("utf-8", errors="replace"),
+                          free_bytes=int(free.value), total_bytes=int(total.value),
+                          is_gpu=kind in (GGML_BACKEND_DEVICE_TYPE_GPU, GGML_BACKEND_DEVICE_TYPE_IGPU)))
     return out
 
 
@@ -182,7 +184,7 @@ NO_DEVICE = "none"  # a job's device list ["none"]: the CPU alone, as llama.cpp'
 
 def _device(name: str) -> int:
     """A device by what a job names it: an RPC server "HOST:PORT", or a ggml device name (CUDA0, Vulkan0)."""
-    if ":" in name:
+    if is_endpoint(name):
         return _rpc_device(name)
     lib = _ggml()
     lib.ggml_backend_dev_by_name.argtypes = [ctypes.c_char_p]
@@ -248,7 +250,8 @@ def _context_params(settings: Params):
     params.n_outputs_max_per_seq = settings.n_outputs_max_per_seq
     params.type_k = cache_types.ggml_type_id(settings.type_k)
     params.type_v = cache_types.ggml_type_id(settings.type_v)
-    params.flash_attn_type = lc.LLAMA_FLASH_ATTN_TYPE_ENABLED if settings.flash_attn else lc.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    params.flash_attn_type = (lc.LLAMA_FLASH_ATTN_TYPE_ENABLED if settings.flash_attn
+                              else lc.LLAMA_FLASH_ATTN_TYPE_DISABLED)
     params.swa_full = settings.swa_full
     params.kv_unified = settings.kv_unified
     params.no_perf = True
@@ -362,7 +365,8 @@ class DryRunModel(_Closing):
         with captured_log() as lines:
             ctx = lc.llama_init_from_model(self._model, _context_params(settings))
             if not ctx:
-                raise EngineError(f"{self.path}: llama.cpp could not create the context ({_reason(lines, 'no reason logged')})")
+                raise EngineError(f"{self.path}: llama.cpp could not create the context "
+                                  f"({_reason(lines, 'no reason logged')})")
             try:
                 n_ctx, n_ctx_seq, n_seq = lc.llama_n_ctx(ctx), lc.llama_n_ctx_seq(ctx), lc.llama_n_seq_max(ctx)
                 by_buffer = breakdown.read(ctx)  # the weights each device took: the log prints 0.00 under no_alloc
@@ -437,7 +441,8 @@ class Session(_Closing):
             tokens = self._tokens(n)  # keep a reference while llama_decode reads it
             rc = lc.llama_decode(self._ctx, lc.llama_batch_get_one(tokens, n))
             if rc != 0:
-                raise EngineError(f"llama_decode returned {rc} at position {self.position} (context full or out of memory)")
+                raise EngineError(f"llama_decode returned {rc} at position {self.position} "
+                                  "(context full or out of memory)")
             done += n
             self.position += n
             if on_chunk:

@@ -15,11 +15,9 @@ import sys
 import time
 from contextlib import contextmanager
 
-from ..errors import EngineError
-from .engine import ggml_lib, lib_path
+from ..core.errors import EngineError
+from .engine import GGML_BACKEND_DEVICE_TYPE_CPU, ggml_lib, lib_path
 from .process import die_with_parent, stop_group
-
-GGML_BACKEND_DEVICE_TYPE_CPU = 0
 
 
 def available() -> bool:
@@ -68,7 +66,8 @@ def emulated_card(n_threads: int = 1, timeout_s: float = 30.0):
                 tail = (proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()[-1:]
                 raise EngineError(f"the RPC server (emulated card) exited at start: {' '.join(tail) or 'no message'}")
             if time.monotonic() > deadline:
-                raise EngineError(f"the RPC server (emulated card) did not listen on 127.0.0.1:{port} in {timeout_s:.0f} s")
+                raise EngineError(f"the RPC server (emulated card) did not listen on 127.0.0.1:{port} "
+                                  f"in {timeout_s:.0f} s")
             time.sleep(0.05)
         yield f"127.0.0.1:{port}"
     finally:
@@ -108,8 +107,8 @@ def reachable(endpoint: str, timeout_s: float = 5.0) -> str | None:
 def remote_memory(endpoint: str, timeout_s: float = 30.0) -> tuple[int, int]:
     """(free, total) bytes a remote ggml-rpc-server reports; a host that cannot be reached is one EngineError."""
     if not available():
-        raise EngineError("--rpc needs llama.cpp's RPC backend: reinstall llama-cpp-python with CMAKE_ARGS=-DGGML_RPC=on "
-                          "(make install does)")
+        raise EngineError("--rpc needs llama.cpp's RPC backend: reinstall llama-cpp-python with "
+                          "CMAKE_ARGS=-DGGML_RPC=on (make install does)")
     why = reachable(endpoint)
     if why:
         raise EngineError(f"--rpc {endpoint}: no ggml-rpc-server can be reached there ({why})")

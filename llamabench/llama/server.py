@@ -18,9 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..allocations import Allocations, parse_allocations
-from ..errors import EngineError
-from ..versions import LLAMA_CPP_PYTHON_VERSION
+from ..core.errors import EngineError
+from ..memory.allocations import Allocations, parse_allocations
+from ..world.versions import LLAMA_CPP_PYTHON_VERSION
 from .process import stop_group
 from .rpc import accepts, free_port
 
@@ -53,8 +53,8 @@ def vulkan_tools_dir() -> Path | None:
 def rpc_server(bin_dir: Path, n_threads: int = 1, timeout_s: float = 30.0):
     """llama.cpp's own ggml-rpc-server on a free port of 127.0.0.1 (an emulated card); yields "127.0.0.1:PORT"."""
     port = free_port()
-    proc = subprocess.Popen([str(bin_dir / "ggml-rpc-server"), "-H", "127.0.0.1", "-p", str(port), "-t", str(n_threads)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    argv = [str(bin_dir / "ggml-rpc-server"), "-H", "127.0.0.1", "-p", str(port), "-t", str(n_threads)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         deadline = time.monotonic() + timeout_s
         while not accepts(port):

@@ -1,7 +1,7 @@
 """The parent side of the child protocol: start `llama.child` with a job, stream its events back.
 
-Every event is a JSON object with an "event" key. The child is started in its own session and
-killed with its whole group on Ctrl-C, so no llama.cpp process outlives the command.
+Every job and event is a dataclass of `messages`, one JSON object a line. The child is started in its
+own session and killed with its whole group on Ctrl-C, so no llama.cpp process outlives the command.
 """
 
 from __future__ import annotations
@@ -12,13 +12,32 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, TypeVar
 
-from .. import sysinfo
-from ..allocations import Allocations
-from ..errors import ContextRefused, EngineError, UsageError
-from ..params import Params, rpc_endpoints
+from ..core.errors import ContextRefused, EngineError, UsageError
+from ..settings.params import Params
+from ..settings.values import rpc_endpoints
+from ..world import sysinfo
+from .devices import Device
+from .messages import (
+    ContextRequest,
+    Devices,
+    DevicesJob,
+    DryFailed,
+    DryRunSizes,
+    DryRunsJob,
+    Event,
+    Failed,
+    Job,
+    Loaded,
+    LoadRequest,
+    Request,
+    read_event,
+    to_wire,
+)
 from .process import stop_group
+
+E = TypeVar("E")
 
 
 @dataclass(frozen=True)
@@ -69,21 +88,27 @@ def events(stream):
             yield event
 
 
-def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
-    """Run one job in a child; `on_event` sees every event but "failed" (which ends up in ChildExit)."""
+def _line(message: Job | Request | dict) -> str:
+    return json.dumps(message if isinstance(message, dict) else to_wire(message)) + "\n"
+
+
+def run_child(job: Job | dict, on_event: Callable[[dict], None]) -> ChildExit:
+    """Run one job in a child; `on_event` sees every event as the child wrote it (a JSON object), but `Failed`
+    (which ends up in ChildExit). `run_job` hands them over typed."""
     proc = _start()
     failure = None
     try:
         try:
-            proc.stdin.write(json.dumps(job) + "\n")
+            proc.stdin.write(_line(job))
             proc.stdin.close()
         except BrokenPipeError:  # it died before reading its job: how, is said below
             pass
-        for event in events(proc.stdout):
-            if event.get("event") == "failed":
-                failure = str(event.get("reason"))
+        for data in events(proc.stdout):
+            event = read_event(data) if data.get("event") == Failed.kind else None
+            if isinstance(event, Failed):
+                failure = event.reason
             else:
-                on_event(event)
+                on_event(data)
         proc.wait()
     except BaseException:  # Ctrl-C, or an error in on_event: never leave the child behind
         stop_group(proc)
@@ -95,11 +120,22 @@ def run_child(job: dict, on_event: Callable[[dict], None]) -> ChildExit:
     return ChildExit(proc.returncode, failure)
 
 
-def device_memory() -> list[dict]:
+def run_job(job: Job, on_event: Callable[[Event], None]) -> ChildExit:
+    """Run one job in a child; `on_event` sees every event it wrote but `Failed` (which ends up in ChildExit), typed."""
+
+    def typed(data: dict) -> None:
+        event = read_event(data)
+        if event is not None:
+            on_event(event)
+
+    return run_child(job, typed)
+
+
+def device_memory() -> list[Device]:
     """Every non-CPU device llama.cpp sees, with its free and total bytes (engine.device_memory), read in a
     child: the query makes a context on every CUDA GPU, which would stay in this process and cost its memory."""
-    found: list[dict] = []
-    outcome = run_child({"job": "devices"}, lambda e: found.extend(e.get("devices", ())))
+    found: list[Device] = []
+    outcome = run_job(DevicesJob(), lambda e: found.extend(e.devices) if isinstance(e, Devices) else None)
     if outcome.failure:
         raise EngineError(f"llama.cpp could not list its devices ({outcome.failure})")
     return found
@@ -117,16 +153,6 @@ def check_dry_run_memory(n_ctx: int) -> None:
                          f"llama.cpp's KV cell bookkeeping; {available / 2**30:.1f} GiB are available")
 
 
-@dataclass(frozen=True)
-class DryRunSizes:
-    """llama.cpp's sizes for one context from a no_alloc dry run (see engine.DryRun)."""
-
-    allocations: Allocations
-    n_ctx: int
-    n_ctx_seq: int
-    n_seq_max: int
-
-
 class DryRunChild:
     """A no_alloc model in a child process, answering dry-run contexts one at a time.
 
@@ -138,40 +164,41 @@ class DryRunChild:
         self.path = path
         self.proc = _start()
         rpc = list(rpc_endpoints(rpc)) or None
-        self._send({"job": "dry_runs", "path": path, "params": placement.to_dict(), "rpc": rpc})
+        self._send(DryRunsJob(path, placement, rpc))
         self._loaded(placement, rpc)
 
     def load(self, placement: Params, rpc=None) -> None:
         """Load the model again with another placement (-ngl, --n-cpu-moe, -ts) and devices for the next contexts."""
         rpc = list(rpc_endpoints(rpc)) or None
-        self._send({"load": placement.to_dict(), "rpc": rpc})
+        self._send(LoadRequest(placement, rpc))
         self._loaded(placement, rpc)
 
-    def _loaded(self, placement: Params, rpc) -> None:
-        event = self._next()
+    def _loaded(self, placement: Params, rpc: list[str] | None) -> None:
+        loaded = self._next(Loaded)
         self.placement, self.rpc = placement, rpc
-        self.model_size_bytes, self.n_params = event["model_size_bytes"], event["n_params"]
-        named = event.get("host_tensors")
+        self.model_size_bytes, self.n_params = loaded.model_size_bytes, loaded.n_params
         # the weight tensors this placement keeps in system RAM (None: not read), and why not where not
-        self.host_tensors = None if named is None else frozenset(str(n) for n in named)
-        why = event.get("breakdown_unavailable")
-        self.breakdown_unavailable = None if why is None else str(why)
+        self.host_tensors = None if loaded.host_tensors is None else frozenset(loaded.host_tensors)
+        self.breakdown_unavailable = loaded.breakdown_unavailable
 
-    def _send(self, obj: dict) -> None:
+    def _send(self, message: Job | Request) -> None:
         try:
-            self.proc.stdin.write(json.dumps(obj) + "\n")
+            self.proc.stdin.write(_line(message))
             self.proc.stdin.flush()
         except (BrokenPipeError, ValueError, OSError):
             pass  # it died (or was closed): _next says how
 
-    def _next(self) -> dict:
-        for event in events(self.proc.stdout):
-            if event.get("event") == "failed":
+    def _next(self, expected: type[E]) -> E:
+        """The next event of the `expected` kind; EngineError for a failure, or where the child died."""
+        for data in events(self.proc.stdout):
+            event = read_event(data)
+            if isinstance(event, Failed):
                 self.close()
-                raise EngineError(str(event.get("reason")))
-            if event.get("event") == "dry_failed":
-                raise EngineError(str(event.get("reason")))
-            return event
+                raise EngineError(event.reason)
+            if isinstance(event, DryFailed):
+                raise EngineError(event.reason)
+            if isinstance(event, expected):
+                return event
         self.proc.wait()
         said = last_error_line(self.proc.stderr.read() if self.proc.stderr else "")
         raise EngineError(f"{self.path}: llama.cpp's process {signal_name(self.proc.returncode)}"
@@ -179,17 +206,15 @@ class DryRunChild:
 
     def context(self, settings: Params) -> DryRunSizes:
         check_dry_run_memory(settings.n_ctx)
-        self._send(settings.to_dict())
+        self._send(ContextRequest(settings))
         try:
-            event = self._next()
+            return self._next(DryRunSizes)
         except EngineError as exc:
             # a context llama.cpp refused (the child goes on serving), or aborted creating (the child is gone)
             raise ContextRefused(str(exc)) from None
         except BaseException:
             self.close()
             raise
-        return DryRunSizes(Allocations.from_dict(event["allocations"]), event["n_ctx"], event["n_ctx_seq"],
-                           event["n_seq_max"])
 
     def close(self) -> None:
         if self.proc.poll() is None:

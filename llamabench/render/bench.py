@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..results.records import BenchRecord
-from ..units import GIB
+from ..core.units import GIB
+from ..records.records import BenchRecord
 from .fields import Field, fixed2, mib, table
 
 SPEED, MEMORY = frozenset({"speed"}), frozenset({"memory"})

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..allocations import PARTS
-from ..fit.advice import describe_placement, run_line
-from ..fit.result import FitResult
-from ..fit.search import RAM_FLAGS, FitRow, recommend
-from ..fit.verify import FitVerification
-from ..units import GIB, MIB
+from ..core.units import GIB, MIB
+from ..jobs.fit.advice import describe_placement, run_line
+from ..jobs.fit.result import FitResult
+from ..jobs.fit.search import RAM_ADVICE_LLAMA, RAM_FLAGS, FitRow, recommend
+from ..jobs.fit.verify import FitVerification
+from ..memory.allocations import COMPUTE_TOLERANCE_WORDS, PARTS, RAM_TOLERANCE_WORDS
 from .fields import Field, table
 
 
@@ -129,7 +129,8 @@ def host_line(row: FitRow, server: bool = True) -> str:
     if h.checkpoints:
         grows.append(f"checkpoints <= {_gib(h.checkpoints)}")
     total = row.card_total if row.ram_mode else h.total
-    line = f"   system RAM: {_gib(total)} GiB ({', '.join(parts)}" + (f"; grows: {', '.join(grows)}" if grows else "") + ")"
+    line = (f"   system RAM: {_gib(total)} GiB ({', '.join(parts)}" + (f"; grows: {', '.join(grows)}" if grows else "")
+            + ")")
     short = row.short_by if row.ram_mode else row.ram_short_by
     if row.ram is not None or row.ram_mode:
         label = row.budget.label if row.ram_mode else row.ram.label
@@ -208,6 +209,10 @@ def markdown_report(result: FitResult) -> str:
 PART_NAMES = {"kv": "KV"}
 
 
+def _mib(n: int) -> str:
+    return f"{n / MIB:.2f}"
+
+
 def render_verification(v: FitVerification) -> str:
     if v.error and not v.placements:
         return f"verify: {v.error}"
@@ -221,14 +226,15 @@ def render_verification(v: FitVerification) -> str:
         fields = (
             Field("device", "device", lambda x: x[0].name),
             Field("part", "part", lambda x: PART_NAMES.get(x[1], x[1])),
-            Field("predicted", "predicted MiB", lambda x: getattr(x[0].predicted, x[1]), lambda b: f"{b / MIB:.2f}", "r"),
-            Field("allocated", "llama.cpp MiB", lambda x: getattr(x[0].allocated, x[1]), lambda b: f"{b / MIB:.2f}", "r"),
+            Field("predicted", "predicted MiB", lambda x: getattr(x[0].predicted, x[1]), _mib, "r"),
+            Field("allocated", "llama.cpp MiB", lambda x: getattr(x[0].allocated, x[1]), _mib, "r"),
             Field("diff", "diff", lambda x: getattr(x[0].allocated, x[1]) - getattr(x[0].predicted, x[1]),
                   lambda b: f"{b / MIB:+.2f}".replace("-0.00", "+0.00"), "r"),
             Field("ok", "", lambda x: "ok" if x[0].part_ok(x[1]) else "MISMATCH"),
         )
         out.append(table(rows, fields, "text"))
-        out.append("--cpu-only: the totals must agree within 2 MiB + 0.5% (file mapping)" if check.ram_mode else
+        out.append(f"--cpu-only: the totals must agree within {RAM_TOLERANCE_WORDS} (file mapping)"
+                   if check.ram_mode else
                    "predicted: the fit's own rows (compute from llama.cpp's dry run of the same placement and "
                    "context over the same kind of devices)")
         extra = f", process RSS grew {check.rss_delta / MIB:.2f} MiB" if check.rss_delta is not None else ""
@@ -241,6 +247,6 @@ def render_verification(v: FitVerification) -> str:
         out.append(f"{where}: {check.card_total / MIB:.2f} MiB of a {check.budget / MIB:.2f} MiB budget "
                    f"(after the reserve{'s, each card against its own' if cards > 1 else ''}): {state}{extra}; "
                    + ("prediction matches" if check.ok else "prediction MISSED")
-                   + ("; compute per card within 3% or 5 MiB (llama.cpp's no_alloc projection keeps its first "
-                      "prompt-graph reservation)" if cards > 1 else ""))
+                   + (f"; compute per card within {COMPUTE_TOLERANCE_WORDS} (llama.cpp's no_alloc projection keeps "
+                      "its first prompt-graph reservation)" if cards > 1 else ""))
     return "\n".join(out)

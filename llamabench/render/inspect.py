@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..layout import LayerGeometry
-from ..results.records import InspectRecord
-from ..units import mib, thousands
+from ..core.units import mib, thousands
+from ..model.layout import LayerGeometry
+from ..records.records import InspectRecord
 from .fields import Field, table
 from .table import compress_indices
 
@@ -58,28 +58,32 @@ def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
     out = [f"{result.name} ({g.architecture}), {g.n_layer} layers"
            + (f" ({g.n_layer_nextn} NextN, outside the main cache)" if g.n_layer_nextn else "")
            + f", from {result.source}"]
-    out.append("All numbers below are computed from the GGUF metadata (theory); `llamabench verify` checks them against llama.cpp.")
+    out.append("All numbers below are computed from the GGUF metadata (theory); "
+               "`llamabench verify` checks them against llama.cpp.")
     out.append("")
     out.append(render_layers(record, "text"))
     out.append("Widths are elements per token (K, V) or per sequence (recurrent R = conv state, S = SSM/delta state).")
     out.append("")
 
     shape = fp.shape
-    streams = f"{s.n_seq} sequence{'s' if s.n_seq > 1 else ''}, {shape.n_stream} stream{'s' if shape.n_stream > 1 else ''} of {thousands(shape.n_ctx_seq)} cells"
+    streams = (f"{s.n_seq} sequence{'s' if s.n_seq > 1 else ''}, "
+               f"{shape.n_stream} stream{'s' if shape.n_stream > 1 else ''} of {thousands(shape.n_ctx_seq)} cells")
     rounded = f" (requested {thousands(s.n_ctx)})" if s.n_ctx != shape.n_ctx else ""
     out.append(f"Context          n_ctx {thousands(shape.n_ctx)}{rounded}, {streams}; K {s.type_k}, V {s.type_v}, "
                f"flash attention {'on' if s.flash_attn else 'off'}")
     out.append(f"Trained context  {thousands(g.n_ctx_train)} ({g.architecture}.context_length)"
                + (": n_ctx is beyond it" if result.beyond_trained_context else ""))
     reduction = fp.reduction
-    out.append(f"Growing KV       {thousands(fp.kv_bytes_per_token)} B/token over {fp.n_kv_layers} cached non-SWA layers")
-    out.append(f"Full-GQA basis   {thousands(fp.full_gqa_kv_bytes_per_token)} B/token if all {len(g.mixer_layers)} mixer layers "
-               f"were cached as full attention"
+    out.append(f"Growing KV       {thousands(fp.kv_bytes_per_token)} B/token over {fp.n_kv_layers} "
+               f"cached non-SWA layers")
+    out.append(f"Full-GQA basis   {thousands(fp.full_gqa_kv_bytes_per_token)} B/token if all {len(g.mixer_layers)} "
+               f"mixer layers were cached as full attention"
                + (f": a {reduction:.2f}x reduction" if reduction else ""))
     published = result.published
     if published is not None and published.kv_bytes_per_token is not None:
         verdict = "matches" if result.published_kv_matches else "DIFFERS from the f16 value computed here"
-        out.append(f"Published        {thousands(published.kv_bytes_per_token)} B/token (f16) in the catalog: {verdict}")
+        out.append(f"Published        {thousands(published.kv_bytes_per_token)} B/token (f16) in the catalog: "
+                   f"{verdict}")
     out.append(f"KV at n_ctx      {thousands(fp.kv_bytes)} B = {mib(fp.kv_bytes)}"
                f" (K {mib(fp.k_bytes + fp.swa_k_bytes)}, V {mib(fp.v_bytes + fp.swa_v_bytes)})")
     if g.has_swa:
@@ -91,7 +95,8 @@ def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
                    f"(R {mib(fp.recurrent_r_bytes)} + S {mib(fp.recurrent_s_bytes)}, {fp.n_recurrent_layers} layers, "
                    f"{s.n_seq} seq, f32)")
     if result.n_tensors:
-        out.append(f"Weights          {thousands(result.weights_bytes)} B = {mib(result.weights_bytes)} (sum of {result.n_tensors} tensor infos)")
+        out.append(f"Weights          {thousands(result.weights_bytes)} B = {mib(result.weights_bytes)} "
+                   f"(sum of {result.n_tensors} tensor infos)")
     elif published is not None and published.quants:
         quants = ", ".join(f"{q.name} {q.bytes / 1024**3:.2f} GiB" for q in published.quants)
         out.append(f"Weights          not in the catalog entry; published file sizes: {quants}")

@@ -32,7 +32,8 @@ class Progress:
             self.n_tests = data["tests"]
         elif kind == "cell":
             c = data["params"]
-            self.cell = f"cell {data['index'] + 1}/{data['total']} n_ctx={c.n_ctx} K={c.type_k} V={c.type_v} fa={int(c.flash_attn)}"
+            self.cell = (f"cell {data['index'] + 1}/{data['total']} n_ctx={c.n_ctx} K={c.type_k} V={c.type_v} "
+                         f"fa={int(c.flash_attn)}")
             self._show(f"[{self.cell}] creating context")
         elif kind == "fill":
             rate = data["done"] / max(data["seconds"], 1e-9)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ..results.records import RooflineRecord
-from ..units import MIB
+from ..core.units import MIB
+from ..records.records import RooflineRecord
 from .fields import Field, table
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..results.records import VerifyRecord
-from ..units import mib, thousands
-from ..verification import Check, MatrixResult
+from ..core.units import mib, thousands
+from ..memory.verification import Check, MatrixResult
+from ..records.records import VerifyRecord
 from .fields import Field, table
 
 

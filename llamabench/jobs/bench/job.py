@@ -1,0 +1,79 @@
+"""The `bench` job: run a plan's sweep, with everything its records share (the model, its geometry, the
+weights one token reads, the peak bandwidth, the machine, the versions and the devices) worked out first.
+
+The records and their results file belong to the layer above: `measured` says which tests the file holds
+already (resume), and `save` gets each measurement with what it shares, the moment it exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from ...core.errors import EngineError
+from ...llama import engine
+from ...llama import rpc as rpc_backend
+from ...llama.devices import buffer_name
+from ...memory import speed
+from ...model.layout import ModelGeometry
+from ...model.metadata import ModelRef
+from ...settings.bench_tests import BenchTest
+from ...settings.params import Params
+from ...world import sysinfo
+from ...world.bandwidth import PeakBandwidth
+from ...world.sysinfo import Machine
+from ...world.versions import Versions, these_versions
+from . import runner
+from .measure import Measurement, WeightsBasis
+from .plan import BenchPlan
+from .runner import Event, SweepOutcome
+
+
+@dataclass(frozen=True)
+class SweepBasis:
+    """What every record of one sweep shares."""
+
+    model: ModelRef  # the model block, with the file llama.cpp loaded
+    geometry: ModelGeometry
+    weights: WeightsBasis
+    peak: PeakBandwidth
+    machine: Machine
+    versions: Versions
+    devices: tuple[str, ...] = ()  # --rpc: the devices the model is spread over, in llama.cpp's order
+
+
+def run_bench(plan: BenchPlan, *, save: Callable[[SweepBasis, Measurement], None],
+              measured: Callable[[tuple[str, ...]], set[tuple[Params, BenchTest]]] | None = None,
+              on_event: Event | None = None) -> SweepOutcome:
+    """Every configuration of the plan in a child of its own; `measured(devices)`: the tests to skip."""
+    hosts = plan.hosts
+    for host in hosts:
+        if why := rpc_backend.reachable(host):
+            raise EngineError(f"--rpc {host}: no ggml-rpc-server can be reached there ({why})")
+    # named devices: the RPC hosts first, then this build's GPUs (llama-bench --rpc's order); none without --rpc
+    devices = tuple(buffer_name(h) for h in hosts) + tuple(engine.gpu_devices()) if hosts else ()
+    if hosts and not rpc_backend.available():
+        raise EngineError("--rpc needs llama.cpp's RPC backend: reinstall llama-cpp-python with "
+                          "CMAKE_ARGS=-DGGML_RPC=on (make install does)")
+    done = measured(devices) if measured else set()
+    path = plan.source.gguf_for_llama()
+    shared = _sweep_basis(plan, path, devices)
+    if on_event:
+        on_event("plan", {"tests": len(plan.configurations) * len(plan.tests)
+                          - len(done & {(p, t) for p in plan.configurations for t in plan.tests})})
+    return runner.run_sweep(str(path), list(plan.configurations), list(plan.tests), plan.repetitions,
+                            save=lambda m: save(shared, m), done=lambda p, t: (p, t) in done, on_event=on_event,
+                            rpc=(list(hosts) + list(engine.gpu_devices())) if hosts else None)
+
+
+def _sweep_basis(plan: BenchPlan, path, devices: tuple[str, ...]) -> SweepBasis:
+    source = plan.source
+    geometry = source.llama_geometry()
+    weights, active = speed.weights_per_token(source.llama_metadata, geometry)
+    read = "the geometry twin" if source.is_catalog else "the GGUF"
+    basis = WeightsBasis(weights.total_bytes + weights.tied_output_bytes, active,
+                         f"weights from the tensor infos of {read}: {active / 2**20:.2f} MiB read per decoded token")
+    peak = runner.peak_bandwidth(gpu=any(p.n_gpu_layers for p in plan.configurations))
+    machine = replace(sysinfo.this_machine(), memory_bandwidth=peak)
+    return SweepBasis(source.model_block(geometry.architecture, loaded=path), geometry, basis, peak, machine,
+                      these_versions(), devices)

@@ -1,0 +1,58 @@
+"""bench's arguments, checked and expanded into one `BenchPlan`: the configurations (llama-bench's sweep of
+every list), the tests of each, the repetitions, the --rpc hosts and the results file. Nothing runs here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...core.errors import UsageError
+from ...settings.bench_tests import BenchTest, bench_tests
+from ...settings.params import SCHEMA, Params
+from ...settings.sweep import expand, parse_value
+from ...world import paths, sysinfo
+from ..arguments import call_values
+from ..source import ModelSource, resolve
+
+BENCH_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_gpu_layers", "n_cpu_moe", "n_batch", "n_ubatch",
+                "n_threads", "repack", "poll", "cpu_mask", "cpu_strict", "prio")
+BENCH_PARAMS += ("tensor_split", "split_mode", "main_gpu")
+BENCH_LISTS = tuple(n for n in BENCH_PARAMS if n not in ("prio", "tensor_split", "split_mode", "main_gpu"))
+BENCH_TESTS = ("n_prompt", "n_gen", "n_depth")
+
+
+@dataclass(frozen=True)
+class BenchPlan:
+    """A sweep, checked: the model, where its records go, configurations x tests, and the --rpc hosts."""
+
+    source: ModelSource
+    target: Path  # the JSON Lines file the records are appended to
+    configurations: tuple[Params, ...]
+    tests: tuple[BenchTest, ...]
+    repetitions: int
+    hosts: tuple[str, ...] = ()  # --rpc: ggml-rpc-servers, in front of this build's GPUs
+
+
+def plan_bench(model: str, params: dict[str, Any], *, n_prompt=None, n_gen=None, n_depth=None, repetitions=None,
+               results=None, rpc=None) -> BenchPlan:
+    """`lb.bench`'s arguments checked and expanded (`params`: the schema's, by name); results=None:
+    reports/local/<label>/bench.jsonl."""
+    values = call_values(params, BENCH_PARAMS, BENCH_LISTS)
+    hosts = parse_value("rpc", rpc, listed=False) if rpc not in (None, "", ()) else ()
+    tests_values = call_values({"n_prompt": n_prompt, "n_gen": n_gen, "n_depth": n_depth}, BENCH_TESTS, BENCH_TESTS)
+    reps = (parse_value("repetitions", repetitions, listed=False) if repetitions is not None
+            else SCHEMA["repetitions"].default)
+    values["n_threads"] = tuple(dict.fromkeys(n or sysinfo.physical_cores() for n in values["n_threads"]))  # 0: cores
+    configurations = expand(values)
+    if any(p.n_ctx == 0 for p in configurations):
+        raise UsageError("n_ctx 0 is not allowed in a sweep: give the context length")
+    tests = bench_tests(tests_values["n_prompt"], tests_values["n_gen"], tests_values["n_depth"])
+    if not tests:
+        raise UsageError("nothing to measure: -p and -n are both 0")
+    source = resolve(model)
+    if source.url:
+        raise UsageError(f"bench runs the model itself: download {source.url} (llamabench read only its header) and "
+                         "give the file, or give a catalog id to bench its geometry twin")
+    target = Path(results) if results else paths.reports_dir() / source.label / "bench.jsonl"
+    return BenchPlan(source, target, tuple(configurations), tuple(tests), reps, tuple(hosts))

@@ -1,0 +1,97 @@
+"""Run a sweep: one child process per configuration, every measured test handed over the moment it exists.
+
+The caller (`api.bench`) turns each `Measurement` into a record and appends it, so what was measured
+is on disk before the next test starts; a crashed child ends its own configuration, never the sweep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ...llama.messages import Alloc, BenchJob, Fill, Measured, TestFailed, to_wire
+from ...llama.worker import run_job
+from ...settings.bench_tests import BenchTest
+from ...settings.params import Params
+from ...world import bandwidth, sysinfo
+from ...world.bandwidth import PeakBandwidth
+from .measure import DeviceMemory, Measurement, Memory
+
+Event = Callable[[str, dict], None]  # progress: ("cell" | "alloc" | "fill" | "measured" | "cell_done", data)
+
+
+@dataclass(frozen=True)
+class SweepOutcome:
+    skipped: int  # tests `done` said were measured already
+    interrupted: bool = False
+
+
+def peak_bandwidth(gpu: bool) -> PeakBandwidth:
+    """The peak the MBU is measured against: NVML's for a GPU run, a STREAM-style probe on the CPU."""
+    if gpu:
+        peak = sysinfo.gpu_peak_gbps()
+        if peak:
+            return PeakBandwidth(round(peak, 1), "NVML: max memory clock x bus width x 2")
+    probe = bandwidth.cached_measure()
+    return PeakBandwidth(max(probe.copy_gbps, probe.triad_gbps), probe.method, probe)
+
+
+def _memory(alloc: Alloc) -> Memory:
+    gb = alloc.gpu_used_before_bytes
+    devices = tuple(DeviceMemory(d.name, d.description, d.total_bytes, d.free_bytes, alloc.free_before(d))
+                    for d in alloc.devices)
+    return Memory(alloc.rss_before_bytes, alloc.rss_after_bytes, gb, alloc.gpu_used_after_bytes,
+                  None if gb is not None else sysinfo.gpu_note(), devices)
+
+
+def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], repetitions: int, *,
+              save: Callable[[Measurement], None], done: Callable[[Params, BenchTest], bool] = lambda p, t: False,
+              on_event: Event | None = None, rpc: list[str] | str | None = None) -> SweepOutcome:
+    """Every configuration in a child of its own; `save` gets each Measurement at once; `done` says what to skip."""
+    notify = on_event or (lambda kind, data: None)
+    skipped = 0
+    for index, params in enumerate(configurations):
+        todo = [t for t in tests if not done(params, t)]
+        skipped += len(tests) - len(todo)
+        if not todo:
+            continue
+        notify("cell", {"index": index, "total": len(configurations), "params": params})
+        by_name = {t.name: t for t in todo}
+        reported: set[str] = set()
+        state: dict[str, Alloc | None] = {"alloc": None}
+
+        def keep(test: BenchTest, samples_ns: tuple[int, ...] = (), reason: str | None = None) -> None:
+            alloc = state["alloc"]
+            m = Measurement(params, test, repetitions, samples_ns, reason,
+                            alloc.allocations if alloc else None, _memory(alloc) if alloc else None,
+                            alloc.model_desc if alloc else None, alloc.model_size_bytes if alloc else None,
+                            alloc.n_params if alloc else None)
+            reported.add(test.name)
+            save(m)
+            notify("measured", {"measurement": m})
+
+        def on_child(event) -> None:
+            if isinstance(event, Alloc):
+                state["alloc"] = event
+                notify("alloc", {"params": params, **to_wire(event)})
+            elif isinstance(event, Fill):
+                notify("fill", {"params": params, **to_wire(event)})
+            elif isinstance(event, Measured):
+                keep(by_name[event.name], event.samples_ns)
+            elif isinstance(event, TestFailed):
+                keep(by_name[event.name], reason=event.reason)
+
+        job = BenchJob(path, params, rpc, repetitions=repetitions, tests=tuple(todo))
+        try:
+            child = run_job(job, on_child)
+        except KeyboardInterrupt:
+            return SweepOutcome(skipped, interrupted=True)
+        failure = child.failure or "the child process ended before this test"
+        if child.returncode < 0 and params.repack:
+            failure += ("; llama.cpp died with the CPU's repacked weights on (CPU_REPACK / AMX): "
+                        "rerun with --repack 0 to rule them out")
+        for test in todo:
+            if test.name not in reported:
+                keep(test, reason=failure)
+        notify("cell_done", {"index": index, "total": len(configurations), "params": params})
+    return SweepOutcome(skipped)

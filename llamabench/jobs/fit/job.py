@@ -1,0 +1,362 @@
+"""The `fit` job: gather the four parts (weights, KV + state, compute, reserve) and search.
+
+The I/O side of `search.py`: picks the file llama.cpp sizes (the GGUF itself, or a full-size shape
+twin for a catalog id), reads its tensor infos for the weights and runs the dry runs that give the
+compute buffer. `run_fit` runs one checked `FitRequest` (options.py): resolve, open, evaluate, verify.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from ...core.errors import LlamabenchError, UsageError
+from ...core.units import GIB, MIB
+from ...llama import engine, rpc
+from ...memory.runtimes import RuntimeConfig
+from ...model.layout import ModelGeometry, geometry_from_metadata
+from ...model.metadata import ModelMetadata
+from ...model.projector import Projector, projector_from_metadata
+from ...model.validate import check_for_llama
+from ...model.weights import WeightsBreakdown, breakdown
+from ...settings.budget import Budget
+from ...settings.params import Params
+from ...world import remote as remote_reader
+from ..source import ModelSource, read_any, resolve
+from ..twin.shape import published_weights
+from .options import FitRequest
+from .probe import ComputeProbe
+from .result import FitResult
+from .search import Fitter, Placement, PlacementKind
+from .verify import FitVerification, verify_fit
+
+
+@dataclass(frozen=True)
+class FitAnswer:
+    """What one fit found: the model it resolved, the answer, and --verify's comparison (None without it)."""
+
+    source: ModelSource
+    result: FitResult
+    verification: FitVerification | None = None
+
+
+def run_fit(request: FitRequest) -> FitAnswer:
+    """Resolve the model, open a session on it, add the projector and evaluate every budget, context, KV pair
+    and placement; with --verify, create the answer for real and compare."""
+    source = resolve(request.location)
+    if source.url and request.verify:
+        raise UsageError(f"--verify creates the model for real: download {source.url} (llamabench read only its "
+                         "header) and give the file, or verify a catalog id on its twin")
+    start = time.perf_counter()
+    session = FitSession.open(source, flash_attn=request.flash_attn, n_ubatch=request.n_ubatch,
+                              reserve=request.reserve, verify=request.verify, ram_mode=request.cpu_only,
+                              runtime=request.runtime, ram=None if request.cpu_only else request.ram,
+                              remote=request.dry_run_hosts, n_cards=request.n_cards,
+                              tensor_split=request.tensor_split, local_offset=request.local_offset,
+                              emulate=request.emulate)
+    server_args = request.server_args + session_args(request, source, session)
+    if any(p.kind is PlacementKind.N_CPU_MOE for p in request.placements) and not session.weights.has_experts():
+        raise UsageError(f"{request.model} has no routed experts: --n-cpu-moe does not apply")
+    result = session.evaluate(list(request.budgets), list(request.contexts), list(request.pairs),
+                              list(request.placements) or None, server_args=server_args)
+    result = replace(result, seconds=time.perf_counter() - start)
+    verification = verify_fit(result, session, given=bool(request.placements)) if request.verify else None
+    return FitAnswer(source, result, verification)
+
+
+def session_args(request: FitRequest, source: ModelSource, session: "FitSession") -> tuple[str, ...]:
+    """The llama-server flags the session adds: -dev none (--cpu-only on a GPU build) and the projector
+    (--mmproj, read and added to the session: on the card, or in system RAM with --no-mmproj-offload)."""
+    out: tuple[str, ...] = ()
+    mmproj = request.mmproj
+    if mmproj == "published":
+        if not (source.entry and source.entry.mmproj):
+            raise UsageError(f"{request.model}: the catalog names no published projector for it")
+        mmproj = "hf://" + source.entry.mmproj
+    if request.cpu_only and session.gpu_build and request.runtime.is_server:
+        out += ("-dev", "none")  # no device, as sized: no GPU buffers for offloaded ops
+    if mmproj:
+        session.add_projector(projector_from_metadata(read_any(mmproj)), offload=not request.no_mmproj_offload)
+        shown = remote_reader.redact(mmproj) if remote_reader.is_remote(mmproj) else mmproj  # printed: no password
+        out += ("--mmproj", shown) + (("--no-mmproj-offload",) if request.no_mmproj_offload else ())
+    return out
+
+
+@dataclass(frozen=True)
+class _Devices:
+    """What a session sizes on: this build's GPUs, emulated cards or system RAM, and that in words."""
+
+    gpu_devices: tuple[str, ...]
+    emulate: bool
+    cards: str  # the devices, in words
+    backend: str  # where the compute buffers are sized, in words
+
+    @property
+    def gpu_build(self) -> bool:
+        return bool(self.gpu_devices)
+
+
+def _devices(*, n_cards: int, remote: tuple[str, ...], ram_mode: bool, emulate: bool) -> _Devices:
+    gpu_devices = tuple(engine.gpu_devices())
+    gpu_build = bool(gpu_devices)
+    n_local = max(0, n_cards - len(remote))
+    if n_cards > 1 and not ram_mode and not rpc.available() and n_local > len(gpu_devices):
+        raise LlamabenchError(f"{n_cards} cards need llama.cpp's RPC backend to be emulated here (this build has "
+                              f"{len(gpu_devices)} GPU(s)): reinstall llama-cpp-python with CMAKE_ARGS=-DGGML_RPC=on "
+                              "(make install does)")
+    # a GPU build sizes on its own GPUs where it has as many as the cards planned; else on emulated cards
+    if emulate and not rpc.available():
+        raise LlamabenchError("--emulate needs llama.cpp's RPC backend: reinstall llama-cpp-python with "
+                              "CMAKE_ARGS=-DGGML_RPC=on (make install does)")
+    emulate = not ram_mode and rpc.available() and (emulate or not gpu_build or n_local > len(gpu_devices))
+    cards = ("the remote hosts (--rpc) and " if remote else "") + (
+        f"{n_local} emulated cards (one llama.cpp RPC device on 127.0.0.1 each)" if n_local > 1 and emulate
+        else "an emulated card (llama.cpp's RPC device on 127.0.0.1)" if emulate
+        else f"this build's {', '.join(gpu_devices[:max(n_local, 1)])}")
+    backend = ("system RAM (CPU)" if ram_mode or not (emulate or gpu_build) else f"{cards} and system RAM")
+    return _Devices(gpu_devices, emulate, cards, backend)
+
+
+@dataclass(frozen=True)
+class _WeightsFile:
+    """The file whose tensor infos give the weights (and whose dry runs give the compute buffers)."""
+
+    path: str
+    meta: ModelMetadata  # with tensor infos
+    basis: str  # where the weights' bytes come from, in words
+    hint: str  # the file name the advice lines use
+    scale: int | None = None  # a published file size the tensors are scaled to (a catalog id's shape twin)
+
+
+def _weights_file(source: ModelSource, verify: bool) -> _WeightsFile:
+    """The GGUF itself, a catalog id's geometry twin (--verify runs on it), else a full-size shape twin."""
+    if verify or source.path:
+        path = str(source.gguf_for_llama())
+        meta = source.llama_metadata
+        what = ("the GGUF's tensor infos" if source.path
+                else "the geometry twin's tensor infos (verify runs on the twin)")
+        return _WeightsFile(path, meta, f"{what}: {meta.weights_bytes / GIB:.2f} GiB in the file",
+                            path if source.path else f"{source.label}-twin.gguf")
+    shape, meta, chosen = published_weights(source)
+    if chosen:
+        return _WeightsFile(str(shape), meta, f"published {chosen.name} file size {chosen.bytes / 1e9:.2f} GB "
+                            "(models.toml), spread over tensors by parameter count: an estimate",
+                            f"{source.label}-{chosen.name}.gguf", chosen.bytes)
+    return _WeightsFile(str(shape), meta, "no published size in the catalog: every matrix at q4_0 (estimate)",
+                        f"{source.label}.gguf")
+
+
+def _weights_words(file: _WeightsFile, weights: WeightsBreakdown, devices: _Devices, *, ram_mode: bool,
+                   remote: tuple[str, ...]) -> str:
+    """The weights' basis: the file, where llama.cpp places them, and whose backend decided what each card takes."""
+    on_card = ("; all in system RAM (--ram budget)" if ram_mode else
+               "; placed tensor by tensor as llama.cpp does: input embeddings in system RAM, the output matrix "
+               "with the output layer" + (" (token_embd loaded a second time: tied embeddings)"
+                                           if weights.tied_output_bytes else ""))
+    if ram_mode:
+        backend_weights = ""
+    elif file.scale is not None:  # a published size spread over the shape twin's tensors: not the backend's bytes
+        backend_weights = "; assumes a backend that takes every tensor type (no file of that size to dry-run)"
+    elif remote or (devices.gpu_build and not devices.emulate):
+        backend_weights = (f"; what each device takes read from llama.cpp's dry run on {devices.cards} (a backend "
+                           "may refuse a tensor's type or size: llama_model::load_tensors asks buft_supported, and "
+                           "done_getting_tensors logs it kept on the CPU)")
+    else:
+        sized_on = ("the emulated card it was sized on does (llama.cpp's RPC backend on this CPU)" if devices.emulate
+                    else "this CPU build does")
+        backend_weights = (f"; assumes a backend that takes every tensor type, as {sized_on}; a CUDA, Vulkan or "
+                           "Metal build may keep some on the CPU, and `fit` run on that build reads them from "
+                           "its backend")
+    return file.basis + on_card + backend_weights
+
+
+def _basis(source: ModelSource, *, weights: str, geometry: ModelGeometry, devices: _Devices, verify: bool,
+           ram_mode: bool, n_cards: int, reserve, runtime: RuntimeConfig, ram: Budget | None) -> dict[str, str]:
+    """Where each part's bytes come from, in words."""
+    compute_source = ("the GGUF" if source.path else "the geometry twin" if verify
+                      else "a full-size shape twin (real shapes and vocabulary, zero data)")
+    return {
+        "weights": weights,
+        "KV": "computed from the GGUF metadata (exact; `llamabench verify` checks it against llama.cpp)",
+        "recurrent": "computed from the GGUF metadata (exact, f32)",
+        "compute": f"llama.cpp's own no_alloc dry run of {compute_source}, same placement and context, over "
+                   f"{devices.backend}: each card's and the host's buffers apart"
+                   + ("; with several devices llama.cpp pipelines the layers (pipeline parallelism): every "
+                      "card holds a compute buffer of its own" if n_cards > 1 else "")
+                   + ("" if devices.gpu_build and not devices.emulate else "; a CUDA build's buffers may differ"),
+        "reserve": ("none in system RAM (the --ram budget is all usable)" if ram_mode
+                    else ("+".join(f"{r / MIB:.0f}" for r in reserve) + " MiB kept free on the cards, one each,"
+                          if isinstance(reserve, tuple) else f"{reserve / MIB:.0f} MiB kept free")
+                    + " for the driver and display (--reserve)"),
+        "runtime": runtime.describe(geometry) + " (its context is what is sized; --runtime, -np, -kvu change it)",
+        "host": ("system RAM beside the card: mapped weights, host layers' caches, host compute and output "
+                 "buffers" + (", the prompt cache limit and the checkpoint bound (they grow while the server "
+                              "runs)" if runtime.is_server else "")
+                 + (f"; checked against --ram {ram.label}" if ram and not ram_mode else "; not checked (--ram SIZE)"
+                    if not ram_mode else "")),
+    }
+
+
+class FitSession:
+    def __init__(self, *, name: str, geometry: ModelGeometry, weights: WeightsBreakdown, probe: ComputeProbe,
+                 basis: dict, model_hint: str, gpu_build: bool, verify_path: str | None, flash_attn: bool,
+                 n_ubatch: int, reserve: int, notes: list[str], runtime: RuntimeConfig, ram: Budget | None):
+        self.name, self.geometry, self.weights, self.probe = name, geometry, weights, probe
+        self.basis, self.model_hint, self.gpu_build, self.verify_path = basis, model_hint, gpu_build, verify_path
+        self.flash_attn, self.n_ubatch, self.reserve, self.notes = flash_attn, n_ubatch, reserve, notes
+        self.runtime, self.ram = runtime, ram
+
+    ram_mode = False  # --cpu-only: everything in system RAM, the budget is RAM, no reserve
+
+    @classmethod
+    def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool,
+             ram_mode: bool = False, runtime: RuntimeConfig = RuntimeConfig(),
+             ram: Budget | None = None, remote: tuple[str, ...] = (), n_cards: int = 1,
+             tensor_split: tuple[float, ...] = (), local_offset: int = 0, emulate: bool = False) -> "FitSession":
+        devices = _devices(n_cards=n_cards, remote=remote, ram_mode=ram_mode, emulate=emulate)
+        gpu_devices, gpu_build, emulate = devices.gpu_devices, devices.gpu_build, devices.emulate
+        file = _weights_file(source, verify)
+        geometry = geometry_from_metadata(file.meta)
+        check_for_llama(file.meta, geometry)
+        recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
+        weights = breakdown(file.meta.tensors, geometry.n_layer, recurrent, basis=file.basis,
+                            scale_to_bytes=file.scale)
+        basis = _basis(source, weights=_weights_words(file, weights, devices, ram_mode=ram_mode, remote=remote),
+                       geometry=geometry, devices=devices, verify=verify, ram_mode=ram_mode, n_cards=n_cards,
+                       reserve=reserve, runtime=runtime, ram=ram)
+        notes = []
+        if ram_mode and gpu_build and not runtime.is_server:
+            notes.append("Llama() cannot leave this build's GPU out (llama-cpp-python 0.3.36 has no device choice): "
+                         "sized as it creates the context, with llama.cpp's compute buffers for offloaded ops, the "
+                         "GPU's counted in the RAM budget too")
+        if geometry.has_swa:
+            notes.append("SWA layers sized with swa_full off (llama-server's default; Llama(swa_full=False))")
+        session = cls(name=source.name, geometry=geometry, weights=weights,
+                      probe=ComputeProbe(file.path, emulate_card=emulate, remote=remote,
+                                         local_devices=() if ram_mode else gpu_devices[local_offset:],
+                                         cpu_alone=ram_mode and gpu_build and runtime.is_server,
+                                         read_weights=file.scale is None),
+                      basis=basis,
+                      model_hint=file.hint, gpu_build=gpu_build, verify_path=file.path if verify else None,
+                      flash_attn=flash_attn, n_ubatch=n_ubatch, reserve=reserve, notes=notes, runtime=runtime,
+                      ram=ram)
+        session.ram_mode = ram_mode
+        session.emulate = emulate
+        session.gpu_devices = gpu_devices[local_offset:]  # -sm none -mg N: from the chosen card on
+        session.tensor_split = tensor_split
+        session.remote = remote
+        return session
+
+    tensor_split: tuple[float, ...] = ()  # -ts given
+    emulate = False  # the cards are emulated (RPC servers of this machine's CPU)
+    gpu_devices: tuple[str, ...] = ()  # a GPU build's devices, in order
+    remote: tuple[str, ...] = ()  # --rpc hosts
+
+    projector_bytes = 0  # --mmproj on the card: weights + compute (0 without one, or with --no-mmproj-offload)
+    host_projector_bytes = 0  # --mmproj kept in system RAM (--no-mmproj-offload)
+
+    def add_projector(self, projector: Projector, *, offload: bool) -> None:
+        """A vision projector: on the card as llama-server places it, or in system RAM (--no-mmproj-offload)."""
+        self.projector_bytes = projector.total_bytes if offload or self.ram_mode else 0
+        self.host_projector_bytes = 0 if offload or self.ram_mode else projector.total_bytes
+        self.basis["mmproj"] = projector.basis + ("; on the card" if offload else
+                                                  "; kept in system RAM (--no-mmproj-offload): not on the card")
+
+    def evaluate(self, budgets: list[Budget], contexts: list[int], pairs: list[tuple[str, str]],
+                 placements: list[Placement] | None = None, *, server_args: tuple[str, ...] = ()) -> FitResult:
+        fitter = self.fitter()
+        n_ctx_train = self.geometry.n_ctx_train
+        for n_ctx in contexts:
+            if n_ctx > n_ctx_train:
+                self.notes.append(f"n_ctx {n_ctx:,} is beyond the trained context {n_ctx_train:,}: llama.cpp allows it "
+                                  "but quality past the trained length is not assured")
+        rows = []
+        try:
+            for budget in budgets:
+                for n_ctx in contexts:
+                    for type_k, type_v in pairs:
+                        settings = self.runtime.context(Params(n_ctx=n_ctx, type_k=type_k, type_v=type_v,
+                                                               flash_attn=self.flash_attn, n_ubatch=self.n_ubatch))
+                        try:
+                            found = fitter.rows(budget, settings, placements)
+                        except LlamabenchError as exc:
+                            self.notes.append(f"{type_k}/{type_v}: {exc}")
+                            continue
+                        rows += found
+                        if budget.multi and (type_k, type_v) == pairs[0] and not placements:
+                            self.one_card_note(fitter, budget, settings, found)
+        finally:
+            self.probe.close()
+        if not rows:
+            raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
+        self.backend_weights_note(fitter, rows[0])
+        if fitter.refused:
+            n = min(fitter.refused)
+            self.notes.append(f"llama.cpp could not create n_ctx {n:,} on these devices ({fitter.refused[n]}); the "
+                              "max n_ctx search counts such contexts as not fitting")
+        if self.runtime.is_server and self.runtime.cache_ram_mib < 0:
+            self.notes.append("--cache-ram -1: the prompt cache has no size limit, only a limit of n_ctx tokens; the "
+                              "host part counts their KV, and each cached prompt's recurrent state and checkpoints "
+                              "can come on top ('+')")
+        return FitResult(self.name, self.geometry.architecture, dict(self.basis), tuple(rows), tuple(budgets),
+                         tuple(contexts), self.weights.n_layer, self.model_hint, n_ctx_train=n_ctx_train,
+                         notes=tuple(self.notes),
+                         server_args=self.runtime.server_flags(self.geometry) + tuple(server_args),
+                         dry_runs=self.probe.calls, runtime=self.runtime, ram=self.ram)
+
+    def backend_weights_note(self, fitter: Fitter, row) -> None:
+        """Where the backend refused tensors the file's layout puts on a card: say how much it kept on the CPU."""
+        if self.probe.weights_unread:
+            self.notes.append(f"the weights each device takes could not be read from llama.cpp "
+                              f"({self.probe.weights_unread}): placed as the file's tensors say, which assumes the "
+                              "backend takes every tensor type")
+            return
+        if self.ram_mode or not self.probe.weights_from_backend:
+            return
+        theory = fitter.theory_weights(row.placement)
+        taken = [c.parts.weights for c in row.devices] if row.devices else [row.parts.weights]
+        single = self.gpu_devices[0] if self.gpu_devices and not self.emulate and not self.remote else "the card"
+        names = [c.name for c in row.devices] if len(row.devices) > 1 else [single]
+        for name, planned, took in zip(names, theory, taken):
+            if took < planned:
+                self.notes.append(f"{name}: the backend took {took / MIB:.2f} MiB of the {planned / MIB:.2f} MiB of "
+                                  f"weights its layers hold; llama.cpp keeps the other {(planned - took) / MIB:.2f} "
+                                  "MiB on the CPU (tensor types or sizes this backend does not take), and the fit "
+                                  "counts them there")
+
+    def one_card_note(self, fitter: Fitter, budget: Budget, settings: Params, rows: list) -> None:
+        """Several cards, the model on the largest alone: does splitting buy context, and what it costs."""
+        split_row = rows[0]
+        if not split_row.card_fits:
+            return
+        i = max(range(len(budget.devices)), key=lambda j: budget.devices[j].bytes)
+        card = budget.devices[i]
+        alone = Fitter(self.geometry, self.weights, self.probe, reserve=fitter.reserve_of(i),
+                       projector=self.projector_bytes, host_projector=self.host_projector_bytes,
+                       runtime=self.runtime, ram=None)
+        if self.weights.on_card(n_gpu_layers=self.weights.n_layer + 1) > card.bytes:
+            return
+        try:
+            row = alone.rows(Budget(card.label, card.bytes), settings, [Placement(PlacementKind.ALL)])[0]
+        except LlamabenchError:
+            return
+        n_ctx, where = settings.n_ctx, f"{budget.label}: card c{i} ({card.label}) alone"
+        if not row.card_fits:
+            self.notes.append(f"{where} does not hold the model at n_ctx {n_ctx:,} ({settings.type_k}/"
+                              f"{settings.type_v} KV): the split is needed")
+            return
+        gain = split_row.max_n_ctx - row.max_n_ctx
+        speed = ("pipelining over the cards costs some speed: each token passes every card in turn, and "
+                 + ("the remote hosts add their link's transfer per token" if any(c.remote for c in budget.devices)
+                    else "the activations cross PCIe between them"))
+        self.notes.append(f"{where} holds the model at n_ctx {n_ctx:,} ({settings.type_k}/{settings.type_v} KV, "
+                          f"max n_ctx {row.max_n_ctx:,}); split over {len(budget.devices)} cards max n_ctx "
+                          f"{split_row.max_n_ctx:,}: " + (f"splitting buys {gain:,} tokens of context, and " if gain > 0
+                                                          else "splitting buys no context, and ") + speed
+                          + f" (one card: -ngl 99 -sm none -mg {i})")
+
+    def fitter(self) -> Fitter:
+        return Fitter(self.geometry, self.weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
+                      ram_mode=self.ram_mode, projector=self.projector_bytes,
+                      host_projector=self.host_projector_bytes, runtime=self.runtime, ram=self.ram,
+                      tensor_split=self.tensor_split)

@@ -1,0 +1,221 @@
+"""fit's arguments, checked against each other and parsed into one `FitRequest` before any model is read.
+
+Every check of `lb.fit` (and so of `llamabench fit`) is here, in the order they have always been made:
+the schema's parameters, the budgets (--vram, --ram, --reserve, the --rpc hosts in front of the cards),
+the runtime and what it can do, -sm none / -mg, and the size of the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ...core.errors import UsageError
+from ...llama import rpc as rpc_backend
+from ...memory.runtimes import RuntimeConfig, parse_runtime
+from ...settings.budget import Budget, Card
+from ...settings.params import SCHEMA
+from ...settings.sweep import MAX_FIT_CELLS, check_plan_size, parse_value
+from ...world import catalog
+from ..arguments import call_values
+from .search import Placement, PlacementKind
+
+FIT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_ubatch", "n_gpu_layers", "n_cpu_moe", "tensor_split",
+              "split_mode", "main_gpu")
+FIT_LISTS = ("n_ctx", "type_k", "type_v", "n_gpu_layers", "n_cpu_moe")
+FIT_DEFAULTS = {"type_k": ("f16", "q8_0", "q4_0"), "type_v": ("f16", "q8_0", "q4_0")}
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """One fit, checked: the model to resolve, what to evaluate on which budgets, and how the session is opened."""
+
+    model: str  # as given (error messages name it)
+    location: str  # what to resolve: the model, or a catalog model's published quant (--remote)
+    budgets: tuple[Budget, ...]  # as evaluated (--cpu-only: the RAM budget)
+    machines: tuple[Budget, ...]  # as planned, the --rpc hosts in front (before --cpu-only's RAM budget)
+    contexts: tuple[int, ...]
+    pairs: tuple[tuple[str, str], ...]
+    placements: tuple[Placement, ...]  # () : searched
+    flash_attn: bool
+    n_ubatch: int
+    reserve: int | tuple[int, ...]
+    ram: Budget | None  # --ram
+    runtime: RuntimeConfig
+    cpu_only: bool = False
+    emulate: bool = False
+    verify: bool = False
+    rpc_hosts: tuple[str, ...] = ()
+    dry_run_hosts: tuple[str, ...] = ()  # the --rpc hosts the dry runs use (-sm none: the -mg one, if remote)
+    local_offset: int = 0  # -sm none -mg N: this machine's devices from the chosen one on
+    tensor_split: tuple[float, ...] = ()
+    server_args: tuple[str, ...] = ()  # --rpc, -sm none -mg N: llama-server flags the answer needs
+    mmproj: str | None = None
+    no_mmproj_offload: bool = False
+
+    @property
+    def n_cards(self) -> int:
+        """The most devices of one machine: what the session's dry runs are set up for."""
+        return max(len(b.devices) for b in self.machines)
+
+
+def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[], list[Budget]], vram=None,
+                ram=None, cpu_only: bool = False, reserve=None, verify: bool = False, emulate: bool = False,
+                mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None,
+                remote: bool = False, runtime=None, n_seq=None, kv_unified=None, cache_ram=None, ctx_checkpoints=None,
+                rpc=None) -> FitRequest:
+    """`lb.fit`'s arguments checked and parsed (`params`: the schema's, by name); `local_budgets` gives the
+    budgets without --vram (a GPU build's free memory)."""
+    given = {k: v for k, v in params.items()}
+    for name, default in FIT_DEFAULTS.items():
+        given.setdefault(name, default)
+    values = call_values(given, FIT_PARAMS, FIT_LISTS)
+    budgets = (list(parse_value("vram", vram, listed=True)) if vram is not None
+               else list(SCHEMA["vram"].default) if cpu_only or emulate else local_budgets())
+    reserve_bytes = parse_value("reserve", reserve, listed=False) if reserve is not None else SCHEMA["reserve"].default
+    ram_budget = parse_value("ram", ram, listed=False) if ram is not None else None
+    if cpu_only and ram_budget is None:
+        raise UsageError("--cpu-only puts everything in system RAM: give its size with --ram SIZE")
+    config = runtime_config(runtime, n_seq=n_seq, kv_unified=kv_unified or None, cache_ram=cache_ram,
+                            ctx_checkpoints=ctx_checkpoints)
+    contexts = list(values["n_ctx"])
+    if any(c == 0 for c in contexts):
+        raise UsageError("n_ctx 0 is not allowed in fit: give the context length")
+    pairs = cache_pairs(values["type_k"], values["type_v"])
+    placements = _placements(values, params)
+    _check_runtime(config, placements, cache_ram is not None or ctx_checkpoints is not None)
+    rpc_hosts = _check_devices(cpu_only, emulate, placements, rpc, budgets, config)
+    budgets = with_remote_hosts(budgets, rpc_hosts)
+    _check_device_lists(budgets, values["tensor_split"], reserve_bytes, rpc_hosts)
+    split = _split_mode(values, budgets, reserve_bytes, rpc_hosts)
+    budgets = split.pop("budgets")
+    check_plan_size("fit's evaluations", {"budgets": len(budgets), "contexts": len(contexts), "KV types": len(pairs),
+                                          "placements": len(placements)}, MAX_FIT_CELLS)
+    server_args: tuple[str, ...] = ("--rpc", ",".join(rpc_hosts)) if rpc_hosts else ()
+    if values["split_mode"] == "none":
+        server_args += ("-sm", "none", "-mg", str(values["main_gpu"]))
+    return FitRequest(model, remote_model(model, quant) if remote else model,
+                      tuple([Budget(f"{ram_budget.label} RAM", ram_budget.bytes)] if cpu_only else budgets),
+                      tuple(budgets), tuple(contexts), tuple(pairs), tuple(placements),
+                      values["flash_attn"], values["n_ubatch"], ram=ram_budget, runtime=config, cpu_only=cpu_only,
+                      emulate=emulate, verify=verify, rpc_hosts=rpc_hosts, server_args=server_args, mmproj=mmproj,
+                      no_mmproj_offload=no_mmproj_offload, **split)
+
+
+def _placements(values: dict[str, Any], params: dict[str, Any]) -> list[Placement]:
+    """-ngl and --n-cpu-moe as given; none given (an empty list): fit searches the placements."""
+    given = {name: values[name] if params.get(name) not in (None, (), []) else ()
+             for name in ("n_gpu_layers", "n_cpu_moe")}
+    return ([Placement(PlacementKind.NGL, n) for n in given["n_gpu_layers"]]
+            + [Placement(PlacementKind.N_CPU_MOE, n) for n in given["n_cpu_moe"]])
+
+
+def _check_runtime(config: RuntimeConfig, placements: list[Placement], server_cache: bool) -> None:
+    """What Llama() (llama-cpp-python) cannot do that llama-server can."""
+    if not config.is_server and any(p.kind is PlacementKind.N_CPU_MOE for p in placements):
+        raise UsageError("Llama() cannot keep experts in RAM (llama-cpp-python has no tensor buffer overrides)",
+                         hint="use -ngl, or --runtime llama-server")
+    if not config.is_server and server_cache:
+        raise UsageError("--cache-ram and --ctx-checkpoints are llama-server's: Llama() keeps neither")
+
+
+def _check_devices(cpu_only: bool, emulate: bool, placements: list[Placement], rpc_given, budgets: list[Budget],
+                   config: RuntimeConfig) -> tuple[str, ...]:
+    """--cpu-only against the options that name devices, and the --rpc hosts (parsed) against the runtime."""
+    if cpu_only and emulate:
+        raise UsageError("--cpu-only puts everything in system RAM: it does not go with --emulate (a card)")
+    if cpu_only and placements:
+        raise UsageError("--cpu-only puts everything in system RAM: it does not go with -ngl or --n-cpu-moe")
+    rpc_hosts = parse_value("rpc", rpc_given, listed=False) if rpc_given not in (None, "", ()) else ()
+    if cpu_only and (rpc_hosts or any(b.multi for b in budgets)):
+        raise UsageError("--cpu-only puts everything in system RAM: it does not go with several cards or --rpc")
+    if rpc_hosts and not config.is_server:
+        raise UsageError("Llama() cannot reach remote hosts (llama-cpp-python 0.3.36 has no --rpc)",
+                         hint="use --runtime llama-server")
+    return rpc_hosts
+
+
+def _check_device_lists(budgets: list[Budget], tensor_split, reserve_bytes, rpc_hosts: tuple[str, ...]) -> None:
+    """-ts and a --reserve list give one value per device of every machine."""
+    for b in budgets:
+        if tensor_split and len(tensor_split) != len(b.devices):
+            raise UsageError(f"-ts gives {len(tensor_split)} proportions, but {b.label} has {len(b.devices)} devices")
+        if isinstance(reserve_bytes, tuple) and len(reserve_bytes) != len(b.devices):
+            raise UsageError(f"--reserve gives {len(reserve_bytes)} sizes, but {b.label} has {len(b.devices)} devices"
+                             + (" (the --rpc hosts come first)" if rpc_hosts else ""))
+
+
+def _split_mode(values: dict[str, Any], budgets: list[Budget], reserve_bytes,
+                rpc_hosts: tuple[str, ...]) -> dict[str, Any]:
+    """-sm none: one device, the -mg card, with its own reserve and no -ts; else the machines as they are."""
+    if values["split_mode"] == "none":
+        mg = values["main_gpu"]
+        return {"budgets": split_mode_budgets(budgets, "none", mg),
+                "reserve": reserve_bytes[mg] if isinstance(reserve_bytes, tuple) else reserve_bytes,
+                "tensor_split": (), "dry_run_hosts": (rpc_hosts[mg],) if mg < len(rpc_hosts) else (),
+                "local_offset": max(0, mg - len(rpc_hosts))}
+    if values["main_gpu"]:
+        raise UsageError("-mg picks the device of -sm none: give -sm none with it")
+    return {"budgets": budgets, "reserve": reserve_bytes, "tensor_split": values["tensor_split"],
+            "dry_run_hosts": rpc_hosts, "local_offset": 0}
+
+
+def split_mode_budgets(budgets: list[Budget], split_mode: str, main_gpu: int) -> list[Budget]:
+    """-sm none: the model on the -mg device alone, so each machine is sized by that one card."""
+    if split_mode != "none":
+        return budgets
+    out = []
+    for b in budgets:
+        if main_gpu >= len(b.devices):
+            raise UsageError(f"-mg {main_gpu}: {b.label} has {len(b.devices)} device(s), numbered from 0")
+        card = b.devices[main_gpu]
+        out.append(Budget(card.label, card.bytes, (card,) if card.remote else ()))
+    return out
+
+
+def with_remote_hosts(budgets: list[Budget], endpoints: tuple[str, ...]) -> list[Budget]:
+    """Each --vram alternative with the --rpc hosts in front (llama.cpp puts RPC servers first), each host's
+    budget its free memory as the running ggml-rpc-server reports it."""
+    if not endpoints:
+        return budgets
+    remote = tuple(Card(ep, rpc_backend.remote_memory(ep)[0], ep) for ep in endpoints)
+    out = []
+    for b in budgets:
+        cards = remote + b.devices
+        out.append(Budget("+".join(c.label for c in cards), sum(c.bytes for c in cards), cards))
+    return out
+
+
+def cache_pairs(type_k: tuple[str, ...], type_v: tuple[str, ...]) -> list[tuple[str, str]]:
+    """-ctk / -ctv lists paired as llama-bench pairs them for fit: same length, or one of them single."""
+    if len(type_k) == len(type_v):
+        return list(zip(type_k, type_v))
+    if len(type_k) == 1:
+        return [(type_k[0], v) for v in type_v]
+    if len(type_v) == 1:
+        return [(k, type_v[0]) for k in type_k]
+    raise UsageError("-ctk and -ctv lists must have the same length (they are paired), or one of them a single type")
+
+
+def remote_model(model_id: str, quant: str | None) -> str:
+    """The hf:// path of a catalog model's published quant."""
+    entry = catalog.get_entry(model_id)
+    quants = {q.name: q for q in entry.published_quants if q.hf}
+    name = quant or "Q4_K_M"
+    if name not in quants:
+        raise UsageError(f"{model_id}: no Hugging Face location for {name} in the catalog",
+                         hint="published with a location: " + (", ".join(quants) or "none"))
+    return "hf://" + quants[name].hf
+
+
+def runtime_config(runtime=None, *, n_seq=None, kv_unified=None, cache_ram=None,
+                   ctx_checkpoints=None) -> RuntimeConfig:
+    """The runtime a fit sizes, from the keywords as the schema spells them (None: the runtime's default)."""
+    def value(name, raw):
+        return parse_value(name, raw, listed=False) if raw is not None else SCHEMA[name].default
+
+    return RuntimeConfig(parse_runtime(value("runtime", runtime)),
+                         n_parallel=None if n_seq is None else parse_value("n_seq", n_seq, listed=False),
+                         kv_unified=None if kv_unified is None else parse_value("kv_unified", kv_unified, listed=False),
+                         cache_ram_mib=value("cache_ram", cache_ram),
+                         ctx_checkpoints=value("ctx_checkpoints", ctx_checkpoints))

@@ -1,0 +1,138 @@
+"""The compute part of a fit: llama.cpp's own compute (+ output) buffers from no_alloc dry runs of the same
+placement over the same devices, card and host apart, memoised.
+
+The devices: on a GPU build the GPU; without one an emulated card (llama.cpp's RPC backend serving
+this machine's CPU on 127.0.0.1), where llama.cpp sizes the card's compute buffer and the host's as
+it does for a GPU; with --cpu-only the CPU alone. One no_alloc model per placement, in one child.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import ExitStack
+
+from ...core.errors import ContextRefused, LlamabenchError
+from ...llama.devices import buffer_name
+from ...llama.engine import NO_DEVICE
+from ...llama.rpc import emulated_card
+from ...llama.worker import DryRunChild
+from ...memory.allocations import HOST
+from ...settings.params import Params
+from .search import ComputeSplit
+
+_UNTAKEN_TENSOR = re.compile(r"pre-allocated tensor \((\S+)\) in a buffer \((\S+)\) that cannot run")
+
+
+def plain_refusal(reason: str) -> str:
+    """llama.cpp's abort when a device's buffer holds a tensor the device cannot use, in words."""
+    m = _UNTAKEN_TENSOR.search(reason)
+    if not m:
+        return reason
+    return (f"{m[2]} does not take the tensor {m[1]} at this size (on Vulkan: larger than the device's "
+            f"maxStorageBufferRange), and llama.cpp aborts creating the context (ggml_backend_sched)")
+
+
+class ComputeProbe:
+    """Callable settings (placement included) -> ComputeSplit, as `search.Fitter` takes it.
+
+    Devices, in llama.cpp's order: the remote hosts (`--rpc`) first, then this machine's cards: emulated
+    cards (one RPC server each) on a CPU build, the build's own devices on a GPU build. A placement over
+    N devices (a -ts of N entries) is dry-run over the first N of them.
+    """
+
+    def __init__(self, path: str, *, emulate_card: bool = False, remote: tuple[str, ...] = (),
+                 local_devices: tuple[str, ...] = (), cpu_alone: bool = False, read_weights: bool = True):
+        self.path = path
+        self.emulate_card = emulate_card
+        self.remote = tuple(remote)
+        self.local_devices = tuple(local_devices)  # a GPU build's device names, in order
+        self.cpu_alone = cpu_alone  # --cpu-only on a GPU build: no device at all (no op offload to the GPU)
+        self.read_weights = read_weights  # False: the weights are an estimate (a published size), not this file's
+        self._stack = ExitStack()
+        self._emulated: list[str] = []
+        self._model: DryRunChild | None = None
+        self._memo: dict[Params, ComputeSplit] = {}
+        self._refused: dict[Params, str] = {}  # contexts llama.cpp could not create, and why: not asked again
+        self.backends: set[str] = set()
+        self.calls = 0
+
+    @staticmethod
+    def placement_of(settings: Params) -> Params:
+        """The model parameters of a dry run: the placement alone (the context varies per call)."""
+        return Params(n_gpu_layers=settings.n_gpu_layers, n_cpu_moe=settings.n_cpu_moe, repack=False,
+                      tensor_split=settings.tensor_split, split_mode=settings.split_mode, main_gpu=settings.main_gpu)
+
+    def devices(self, n_devices: int) -> tuple[str, ...]:
+        """The first n_devices devices (endpoints or device names); () : the build's default selection."""
+        n_local = max(0, n_devices - len(self.remote))
+        if self.emulate_card:
+            while len(self._emulated) < n_local:
+                self._emulated.append(self._stack.enter_context(emulated_card()))
+            local = tuple(self._emulated[:n_local])
+        elif self.local_devices:  # a GPU build: its devices named, so each card is the one planned
+            local = self.local_devices[:n_local]
+        elif not self.remote:
+            return ()
+        else:
+            local = ()
+        return self.remote[:n_devices] + local
+
+    def _child(self, placement: Params, devices: tuple[str, ...]) -> DryRunChild:
+        rpc = [NO_DEVICE] if self.cpu_alone else list(devices) or None
+        if self._model is None:
+            self._model = DryRunChild(self.path, placement, rpc=rpc)
+        elif self._model.placement != placement or self._model.rpc != rpc:
+            self._model.load(placement, rpc)
+        return self._model
+
+    def __call__(self, settings: Params) -> ComputeSplit:
+        key = settings.replace(n_threads=0, repack=False)
+        if key in self._refused:
+            raise ContextRefused(self._refused[key])
+        if key not in self._memo:
+            devices = self.devices(max(1, len(settings.tensor_split)))
+            try:
+                alloc = self._child(self.placement_of(settings), devices).context(settings).allocations
+            except LlamabenchError as exc:
+                if self._model is not None and self._model.proc.poll() is not None:  # died: start anew next call
+                    self._model = None
+                if isinstance(exc, ContextRefused):
+                    self._refused[key] = plain_refusal(str(exc))
+                    raise ContextRefused(self._refused[key]) from None
+                raise
+            self.calls += 1
+            self.backends |= set(alloc.compute_buffers_mib)
+            total, host = alloc.compute_and_output_bytes, alloc.device(HOST).compute
+            weights: dict = {}
+            if self.weights_from_backend and devices:
+                if alloc.breakdown:  # which tensors each device took: llama.cpp's choice (select_weight_buft)
+                    weights = dict(weights=tuple(alloc.breakdown_of(buffer_name(d)).model for d in devices),
+                                   host_weights=alloc.breakdown_of(HOST).model,
+                                   host_tensors=self._model.host_tensors)
+                else:
+                    self.weights_unread = self._model.breakdown_unavailable or "no breakdown read"
+            if settings.n_gpu_layers and not alloc.card_names:
+                # no card in this build (no GPU, no RPC backend): the CPU's figure stands for the card's
+                self._memo[key] = ComputeSplit(card=total)
+            elif len(devices) > 1:
+                cards = tuple(alloc.device(buffer_name(d)).compute for d in devices)
+                self._memo[key] = ComputeSplit(card=sum(cards), host=host, cards=cards, **weights)
+            else:
+                self._memo[key] = ComputeSplit(card=total - host, host=host, **weights)
+        return self._memo[key]
+
+    weights_unread: str | None = None  # why a dry run on real devices had no breakdown (no shim), where it had none
+
+    @property
+    def weights_from_backend(self) -> bool:
+        """Real devices (a GPU build's, remote hosts): the weights each takes are read from llama.cpp's dry run.
+        An emulated card alone is this CPU's backend, which takes every tensor type: the file's tensors place
+        exactly there."""
+        return self.read_weights and (bool(self.remote) or (bool(self.local_devices) and not self.emulate_card))
+
+    def close(self) -> None:
+        if self._model is not None:
+            self._model.close()
+            self._model = None
+        self._stack.close()
+        self._emulated = []

@@ -1,0 +1,35 @@
+"""The answer of one fit run, as data: every evaluated row, the budgets and contexts asked for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...memory.runtimes import Runtime, RuntimeConfig
+from ...settings.budget import Budget
+from .search import FitRow, recommend
+
+
+@dataclass(frozen=True)
+class FitResult:
+    model_name: str
+    architecture: str
+    basis: dict[str, str]  # part -> where its bytes come from, in words
+    rows: tuple[FitRow, ...]
+    budgets: tuple[Budget, ...]
+    contexts: tuple[int, ...]
+    n_layer_all: int
+    model_hint: str  # the file name the advice lines use
+    n_ctx_train: int = 0
+    seconds: float = 0.0
+    dry_runs: int = 0  # llama.cpp no_alloc dry runs the compute part needed
+    notes: tuple[str, ...] = ()
+    server_args: tuple[str, ...] = ()  # more llama-server flags the answer needs (-np, --cache-ram, --mmproj ...)
+    # the program whose context was sized; a record without one (before runtimes) sized one Llama()-style context
+    runtime: RuntimeConfig = RuntimeConfig(Runtime.LLAMA_CPP_PYTHON)
+    ram: Budget | None = None  # --ram: the system RAM the host part was checked against
+
+    def rows_for(self, label: str, n_ctx: int) -> list[FitRow]:
+        return [r for r in self.rows if r.budget_label == label and r.settings.n_ctx == n_ctx]
+
+    def recommended(self, label: str, n_ctx: int) -> FitRow | None:
+        return recommend(self.rows_for(label, n_ctx))

@@ -1,0 +1,621 @@
+"""Does it fit? Weights on the card + KV + recurrent state + compute buffer + reserve, per placement,
+and what stays in system RAM beside it (mapped weights, host buffers, the runtime's prompt cache and
+checkpoints).
+
+Pure: the compute buffers come in through a callable (llama.cpp's dry-run figures of the same
+placement, measured elsewhere); everything else is arithmetic on the weights breakdown, the
+footprint and the runtime's context (`runtimes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from enum import StrEnum
+from typing import Callable
+
+from ...core.errors import ContextRefused
+from ...memory import allocations
+from ...memory.footprint import KV_PAD, compute_footprint, per_layer_bytes
+from ...memory.layer_split import first_offloaded_layer, layer_counts, layer_devices
+from ...memory.runtimes import RuntimeConfig, server_ram
+from ...model.layout import ModelGeometry
+from ...model.weights import WeightsBreakdown
+from ...settings.budget import Budget
+from ...settings.params import Params
+
+# least quality given up first
+QUALITY_ORDER = ("f32", "bf16", "f16", "q8_0", "q5_1", "q5_0", "q4_1", "iq4_nl", "q4_0")
+
+
+class PlacementKind(StrEnum):
+    ALL = "all"  # every layer (and the output layer) on the card
+    N_CPU_MOE = "n_cpu_moe"  # every layer on the card, routed experts of the first `value` layers in RAM
+    NGL = "ngl"  # the last `value` layers (the output layer counts as one) on the card
+    RAM = "ram"  # everything in system RAM (a CPU build)
+
+
+@dataclass(frozen=True)
+class Placement:
+    kind: PlacementKind
+    value: int = 0
+    split: tuple[int, ...] = ()  # several devices: layers on each, in device order (the -ts printed); (): one card
+
+    def with_split(self, split: tuple[int, ...]) -> "Placement":
+        return replace(self, split=tuple(split))
+
+    @property
+    def tensor_split(self) -> tuple[float, ...]:
+        return tuple(float(n) for n in self.split) if len(self.split) > 1 else ()
+
+    def n_gpu_layers(self, n_layer_all: int) -> int:
+        return self.value if self.kind is PlacementKind.NGL else n_layer_all + 1
+
+    @property
+    def n_cpu_moe(self) -> int:
+        return self.value if self.kind is PlacementKind.N_CPU_MOE else 0
+
+    @property
+    def rank(self) -> int:
+        return {PlacementKind.ALL: 0, PlacementKind.RAM: 0, PlacementKind.N_CPU_MOE: 1, PlacementKind.NGL: 2}[self.kind]
+
+    def params(self, base: Params, n_layer_all: int) -> Params:
+        """The llama.cpp parameters of this placement: -ngl and --n-cpu-moe on top of `base`."""
+        if self.kind is PlacementKind.RAM:
+            return base.replace(n_gpu_layers=0, n_cpu_moe=0, tensor_split=())
+        return base.replace(n_gpu_layers=self.n_gpu_layers(n_layer_all), n_cpu_moe=self.n_cpu_moe,
+                            tensor_split=self.tensor_split)
+
+
+@dataclass(frozen=True)
+class Parts(allocations.Parts):
+    """What a placement puts on the card (with --cpu-only: everything, in system RAM): llama.cpp's four parts
+    (weights, KV, recurrent state, compute: `buffers`) and what is set aside beside them."""
+
+    reserve: int = 0
+    projector: int = 0  # a vision projector (--mmproj) on the card: its weights and compute buffer
+
+    @property
+    def total(self) -> int:
+        return super().total + self.reserve + self.projector
+
+    @classmethod
+    def add_up(cls, parts: "tuple[Parts, ...]") -> "Parts":
+        """Several cards' parts added up, part by part."""
+        return cls(*(sum(getattr(p, f.name) for p in parts) for f in fields(cls)))
+
+
+@dataclass(frozen=True)
+class CardParts:
+    """One card of a machine with several (`--vram 24GiB+12GiB`, `--rpc`): its parts against its own memory."""
+
+    name: str  # the card as the user gave it (24GiB), or the remote host (RPC HOST:PORT)
+    budget: int
+    parts: Parts
+    layers: int  # layers on it, the output layer counting as one
+    endpoint: str | None = None  # a remote ggml-rpc-server
+
+    @property
+    def unused(self) -> bool:
+        """No layer and no buffer of this model: its reserve is not this model's to keep."""
+        p = self.parts
+        return self.layers == 0 and not (p.weights or p.kv or p.recurrent or p.compute or p.projector)
+
+    @property
+    def fits(self) -> bool:
+        return self.unused or self.parts.total <= self.budget
+
+    @property
+    def short_by(self) -> int:
+        return 0 if self.unused else max(0, self.parts.total - self.budget)
+
+
+@dataclass(frozen=True)
+class HostParts(allocations.Parts):
+    """What stays in system RAM beside the card: at start (llama.cpp's four parts: the mapped weights it keeps on
+    the host, the input embeddings at least; the KV and recurrent state of the layers left on the CPU; the host
+    compute buffers and the output (logits) buffer), the projector, and what the runtime grows while it runs
+    (llama-server's prompt cache and context checkpoints, upper bounds)."""
+
+    projector: int = 0  # the projector kept in RAM (--no-mmproj-offload)
+    prompt_cache: int = 0  # llama-server --cache-ram limit
+    checkpoints: int = 0  # llama-server's checkpoint bound: slots x per slot x (recurrent + SWA of a sequence)
+    prompt_cache_unlimited: bool = False  # --cache-ram -1: no bound
+
+    @property
+    def at_start(self) -> int:
+        return super().total + self.projector
+
+    @property
+    def growing(self) -> int:
+        return self.prompt_cache + self.checkpoints
+
+    @property
+    def total(self) -> int:
+        return self.at_start + self.growing
+
+
+@dataclass(frozen=True)
+class ComputeSplit:
+    """llama.cpp's dry-run figures of one placement: its compute (+ output) buffers on the card and on the
+    host, and, where they were read from the backend (a GPU build, remote hosts), the weights each device took."""
+
+    card: int
+    host: int = 0
+    cards: tuple[int, ...] = ()  # several devices: each one's, in device order (card is their sum)
+    # the weights each device took in llama.cpp's dry run, in device order, and those left on the host (the
+    # backend may refuse a tensor's type or size: llama_model::load_tensors keeps it on the CPU); (): not read
+    weights: tuple[int, ...] = ()
+    host_weights: int | None = None
+    host_tensors: frozenset[str] | None = None  # the weight tensors it kept in system RAM, by name
+
+    @property
+    def total(self) -> int:
+        return self.card + self.host
+
+    def per_device(self, n_devices: int) -> tuple[int, ...]:
+        if len(self.cards) == n_devices:
+            return self.cards
+        if n_devices == 1:
+            return (self.card,)
+        # an estimate of another device count (the pure tests' fakes): the same on each card
+        return (self.card,) * n_devices
+
+
+def as_split(value: "ComputeSplit | int") -> ComputeSplit:
+    """A compute callable may answer a plain int (all of it on the card): the pure tests' fakes do."""
+    return value if isinstance(value, ComputeSplit) else ComputeSplit(int(value))
+
+
+# what shrinks the system RAM, named when a placement fits the card but not the RAM
+RAM_FLAGS = "--cache-ram, --ctx-checkpoints, -np"  # llama-server's
+RAM_ADVICE_LLAMA = "more layers on the card (n_gpu_layers) or a smaller n_ctx"  # Llama()'s
+
+
+@dataclass(frozen=True)
+class FitRow:
+    budget: Budget
+    settings: Params  # the context parameters, as the runtime creates them (the placement is `placement`)
+    placement: Placement
+    parts: Parts
+    max_n_ctx: int  # largest n_ctx (multiple of 256) that fits with this placement, 0 if none
+    host: HostParts = HostParts()
+    ram: Budget | None = None  # --ram: the system RAM the host part must fit into
+    ram_mode: bool = False  # --cpu-only: the budget is system RAM and holds parts and host alike
+    devices: tuple[CardParts, ...] = ()  # each card's parts, in device order (`parts` is their sum); () with --cpu-only
+
+    @property
+    def multi(self) -> bool:
+        return len(self.devices) > 1
+
+    @property
+    def budget_label(self) -> str:
+        return self.budget.label
+
+    @property
+    def budget_bytes(self) -> int:
+        return self.budget.bytes
+
+    @property
+    def card_total(self) -> int:
+        return self.parts.total + (self.host.total if self.ram_mode else 0)
+
+    @property
+    def card_fits(self) -> bool:
+        if self.multi:
+            return all(c.fits for c in self.devices)
+        return self.card_total <= self.budget.bytes
+
+    @property
+    def ram_fits(self) -> bool:
+        return self.ram_mode or self.ram is None or self.host.total <= self.ram.bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.card_fits and self.ram_fits
+
+    @property
+    def short_by(self) -> int:
+        """What the card lacks; with several, the most any one card lacks."""
+        if self.multi:
+            return max(c.short_by for c in self.devices)
+        return max(0, self.card_total - self.budget.bytes)
+
+    @property
+    def ram_short_by(self) -> int:
+        return 0 if self.ram_fits else self.host.total - self.ram.bytes
+
+
+class Fitter:
+    def __init__(self, geometry: ModelGeometry, weights: WeightsBreakdown,
+                 compute_bytes: Callable[[Params], "ComputeSplit | int"], *, reserve: "int | tuple[int, ...]",
+                 ram_mode: bool = False, projector: int = 0, host_projector: int = 0,
+                 runtime: RuntimeConfig | None = None, ram: Budget | None = None,
+                 tensor_split: tuple[float, ...] = ()):
+        self.geometry = geometry
+        self.tensor_split = tensor_split  # -ts given: these proportions, not a searched split
+        self.weights = weights
+        self.compute_bytes = compute_bytes
+        self.reserve = reserve  # one for every card, or one per card in device order
+        self.ram_mode = ram_mode
+        self.projector = projector
+        self.host_projector = host_projector
+        self.runtime = runtime or RuntimeConfig()
+        self.ram = ram
+        self.n_layer_all = weights.n_layer
+        self.refused: dict[int, str] = {}  # n_ctx -> why llama.cpp could not create it (searches treat it as no fit)
+
+    def reserve_of(self, device: int) -> int:
+        return self.reserve[device] if isinstance(self.reserve, tuple) else self.reserve
+
+    def first_card_layer(self, placement: Placement) -> int:
+        """i_gpu_start: layers from here on (the output layer too) are on the card(s)."""
+        return first_offloaded_layer(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all))
+
+    def layer_devices(self, placement: Placement) -> tuple[int | None, ...]:
+        """Each layer's device (the output layer last), as llama.cpp assigns it for this placement's -ts."""
+        proportions = tuple(float(n) for n in placement.split) if len(placement.split) > 1 else (1.0,)
+        if not any(proportions):  # nothing offloaded (-ngl 0): no card holds a layer
+            return (None,) * (self.n_layer_all + 1)
+        return layer_devices(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all), proportions)
+
+    def compute(self, settings: Params, placement: Placement) -> ComputeSplit:
+        """llama.cpp's compute buffers of this placement, card(s) and host (a dry run over the same devices)."""
+        return as_split(self.compute_bytes(placement.params(settings, self.n_layer_all)))
+
+    def parts(self, settings: Params, placement: Placement, compute: ComputeSplit | None = None) -> Parts:
+        """What this placement puts on the card(s) (everything, with --cpu-only)."""
+        return self.evaluate(settings, placement, compute)[0]
+
+    def evaluate(self, settings: Params, placement: Placement,
+                 compute: ComputeSplit | None = None) -> tuple[Parts, HostParts]:
+        """The card's parts (the sum over the cards) and the host's, for the runtime's context `settings`."""
+        parts, host, _ = self.evaluate_devices(settings, placement, compute)
+        return parts, host
+
+    def evaluate_devices(self, settings: Params, placement: Placement, compute: ComputeSplit | None = None,
+                         *, projector_device: int = 0) -> tuple[Parts, HostParts, tuple[Parts, ...]]:
+        """The parts of each card (in device order), their sum, and the host's."""
+        fp = compute_footprint(self.geometry, settings)  # a clear UsageError before any dry run
+        split = self.compute(settings, placement) if compute is None else as_split(compute)
+        grows = server_ram(self.geometry, fp, self.runtime)
+        growing = dict(prompt_cache=grows.prompt_cache, checkpoints=grows.checkpoints,
+                       prompt_cache_unlimited=grows.prompt_cache_unlimited)
+        if self.ram_mode:
+            parts = Parts(self.weights.total_bytes, fp.kv_bytes, fp.recurrent_state_bytes, split.total,
+                          reserve=self.reserve_of(0), projector=self.projector)
+            return parts, HostParts(**growing), (parts,)
+        n = max(1, len(placement.split))
+        devices = self.layer_devices(placement)
+        weights = (split.weights if len(split.weights) == n
+                   else self.weights.on_devices(devices, n, n_cpu_moe=placement.n_cpu_moe))
+        caches, (host_kv, host_rec) = self.cache_split(settings, placement, devices, n)
+        computes = split.per_device(n)
+        cards = tuple(Parts(weights[i], caches[i][0], caches[i][1], computes[i], reserve=self.reserve_of(i),
+                            projector=self.projector if i == projector_device else 0) for i in range(n))
+        total = cards[0] if n == 1 else Parts.add_up(cards)
+        host = HostParts(self.host_weights(placement, split), host_kv, host_rec, split.host,
+                         projector=self.host_projector, **growing)
+        return total, host, cards
+
+    def cache_split(self, settings: Params, placement: Placement, devices: tuple[int | None, ...] | None = None,
+                    n_devices: int = 1) -> tuple[tuple[tuple[int, int], ...], tuple[int, int]]:
+        """((KV, recurrent) of each card, (KV, recurrent) in system RAM): each layer's with its layer."""
+        devices = self.layer_devices(placement) if devices is None else devices
+        cards, host = [[0, 0] for _ in range(n_devices)], [0, 0]
+        for il, (kv, rec) in per_layer_bytes(self.geometry, settings).items():
+            side = host if devices[il] is None else cards[devices[il]]
+            side[0] += kv
+            side[1] += rec
+        return tuple((c[0], c[1]) for c in cards), (host[0], host[1])
+
+    def host_weights(self, placement: Placement, split: ComputeSplit | None = None) -> int:
+        """Weights llama.cpp reports in system RAM for this placement: the mapped span of the file where the
+        tensor offsets are known, else the bytes of the tensors not on the card(s); at least what the backend
+        left on the host in the dry run (tensors it refused, where it refused any)."""
+        ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
+        if split is not None and split.host_tensors is not None:
+            mapped = self.weights.mapped_span(split.host_tensors)  # the backend's own choice, tensor by tensor
+            if mapped is not None:
+                return mapped
+        mapped = self.weights.host_mapped(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
+        if mapped is None:
+            on_card = self.weights.on_card(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
+            mapped = self.weights.total_bytes - on_card + (self.weights.tied_output_bytes if ngl > 0 else 0)
+        backend = split.host_weights if split is not None else None
+        return mapped if backend is None else max(mapped, backend)
+
+    def theory_weights(self, placement: Placement) -> tuple[int, ...]:
+        """Each card's weights tensor by tensor, for a backend that takes every tensor type (no dry run)."""
+        n = max(1, len(placement.split))
+        return self.weights.on_devices(self.layer_devices(placement), n, n_cpu_moe=placement.n_cpu_moe)
+
+    @staticmethod
+    def _budget(budget: "int | Budget") -> Budget:
+        return budget if isinstance(budget, Budget) else Budget("", budget)
+
+    def projector_device(self, budget: Budget) -> int:
+        """The projector goes to the first card of this machine (not a remote host) where there is one."""
+        return next((i for i, c in enumerate(budget.devices) if not c.remote), 0)
+
+    def _row_of(self, budget: "int | Budget", settings: Params, placement: Placement,
+                compute: ComputeSplit | None = None, *, card_only: bool = False) -> FitRow:
+        """One placement's row without its max-n_ctx search (what the searches compare)."""
+        budget = self._budget(budget)
+        parts, host, per_card = self.evaluate_devices(settings, placement, compute,
+                                                      projector_device=self.projector_device(budget))
+        cards = ()
+        if not self.ram_mode:
+            counts = layer_counts(self.layer_devices(placement), len(per_card))
+            cards = tuple(CardParts(c.label, c.bytes, p, k, c.endpoint)
+                          for c, p, k in zip(budget.devices, per_card, counts))
+        return FitRow(budget, settings, placement, parts, 0, host, None if card_only else self.ram, self.ram_mode,
+                      cards)
+
+    def _fits(self, budget: "int | Budget", settings: Params, placement: Placement, *, card_only: bool = False) -> bool:
+        """Whether it fits; a context llama.cpp cannot create on these devices (a dry run that failed: a tensor
+        the backend does not take, say) does not fit, and the reason is kept."""
+        compute = self._compute_or_none(settings, placement)
+        return compute is not None and self._row_of(budget, settings, placement, compute, card_only=card_only).fits
+
+    def _compute_or_none(self, settings: Params, placement: Placement) -> ComputeSplit | None:
+        try:
+            return self.compute(settings, placement)
+        except ContextRefused as exc:
+            self.refused.setdefault(settings.n_ctx, str(exc))
+            return None
+
+    def max_n_ctx(self, budget: "int | Budget", settings: Params, placement: Placement) -> int:
+        """Largest n_ctx (a multiple of 256) whose card(s) and host totals fit, by dry runs.
+
+        The compute buffers grow with n_ctx, so compute(256) bounds them from below and compute(n_upper)
+        from above for every n <= n_upper: two cheap arithmetic searches bracket the answer, and real
+        dry runs settle the few steps in between.
+        """
+        # up to the trained length, or the asked n_ctx where that is longer (the answer then agrees with `-c`)
+        hi = max(KV_PAD, max(self.geometry.n_ctx_train, settings.n_ctx) // KV_PAD * KV_PAD)
+        at = lambda n: settings.replace(n_ctx=n)  # noqa: E731
+
+        def largest(ok, lo_steps: int, hi_steps: int) -> int:
+            """Largest step in [lo_steps, hi_steps] with ok(step * 256), given ok(lo_steps); monotone."""
+            while hi_steps > lo_steps:
+                mid = (lo_steps + hi_steps + 1) // 2
+                if ok(mid * KV_PAD):
+                    lo_steps = mid
+                else:
+                    hi_steps = mid - 1
+            return lo_steps
+
+        def fits_with(compute: ComputeSplit):
+            return lambda n: self._row_of(budget, at(n), placement, compute).fits
+
+        c_low = self._compute_or_none(at(KV_PAD), placement)
+        if c_low is None or not fits_with(c_low)(KV_PAD):
+            return 0
+        upper = largest(fits_with(c_low), 1, hi // KV_PAD)  # no n above this can fit
+        c_up = self._compute_or_none(at(upper * KV_PAD), placement)
+        # not creatable that long on these devices: the exact search from the bottom (refusals grow with n_ctx)
+        lower = 1 if c_up is None else largest(fits_with(c_up), 1, upper) if fits_with(c_up)(KV_PAD) else 1
+        if not self._fits(budget, at(lower * KV_PAD), placement):
+            return 0
+        return largest(lambda n: self._fits(budget, at(n), placement), lower, upper) * KV_PAD
+
+    def _row(self, budget: Budget, settings: Params, placement: Placement) -> FitRow:
+        return replace(self._row_of(budget, settings, placement),
+                       max_n_ctx=self.max_n_ctx(budget, settings, placement))
+
+    # several cards: the -ts of a placement ---------------------------------------------------------
+    MAX_SPLIT_ROUNDS = 3
+
+    def layer_costs(self, settings: Params, placement: Placement) -> list[tuple[int, int]]:
+        """(layer, bytes on its card: weights + KV + recurrent) for every offloaded layer, the output layer last."""
+        caches = per_layer_bytes(self.geometry, settings)
+        out = []
+        for il in range(self.first_card_layer(placement), self.n_layer_all + 1):
+            kv, rec = caches.get(il, (0, 0))
+            out.append((il, self.weights.layer_bytes(il, n_cpu_moe=placement.n_cpu_moe) + kv + rec))
+        return out
+
+    def split_for(self, budget: Budget, settings: Params, placement: Placement, estimate: ComputeSplit) -> Placement:
+        """The placement with the -ts that holds the largest n_ctx on these cards (the asked n_ctx first).
+
+        Each card's room is its memory less its reserve, projector and (estimated) compute; the layers are
+        dealt in device order, each card taking as many as it holds at a trial n_ctx (a greedy deal is
+        feasible whenever any split in device order is). The largest n_ctx some deal holds gives the split;
+        where none holds the asked n_ctx, the layers are shared in proportion to the rooms.
+        """
+        cards = budget.devices
+        n = len(cards)
+        if n == 1 or self.ram_mode:
+            return placement.with_split(())
+        computes = estimate.per_device(n)
+        p_dev = self.projector_device(budget)
+        rooms = [c.bytes - self.reserve_of(i) - computes[i] - (self.projector if i == p_dev else 0)
+                 for i, c in enumerate(cards)]
+
+        def deal(n_ctx: int) -> tuple[int, ...] | None:
+            costs = [c for _, c in self.layer_costs(settings.replace(n_ctx=n_ctx), placement)]
+            counts, i = [], 0
+            for d in range(n):
+                used, k = 0, 0
+                if d == n - 1:  # the last card takes the rest
+                    rest = sum(costs[i:])
+                    return tuple(counts + [len(costs) - i]) if rest <= rooms[d] else None
+                while i < len(costs) and used + costs[i] <= rooms[d]:
+                    used += costs[i]
+                    i += 1
+                    k += 1
+                counts.append(k)
+            return None  # pragma: no cover - the loop returns at the last card
+
+        lo = settings.n_ctx
+        if deal(lo) is None:
+            n_layers = len(self.layer_costs(settings, placement))
+            return placement.with_split(proportional(n_layers, [max(r, 0) for r in rooms]))
+        hi = max(lo, max(self.geometry.n_ctx_train, lo) // KV_PAD * KV_PAD)
+        if deal(hi) is not None:
+            # room to spare at the longest context: share the layers by room where that holds it too
+            share = proportional(len(self.layer_costs(settings, placement)), [max(r, 0) for r in rooms])
+            costs = [c for _, c in self.layer_costs(settings.replace(n_ctx=hi), placement)]
+            bounds = [sum(share[:i]) for i in range(n + 1)]
+            if all(sum(costs[bounds[i]:bounds[i + 1]]) <= rooms[i] for i in range(n)):
+                return placement.with_split(share)
+            return placement.with_split(deal(hi))
+        lo_steps, hi_steps = -(-lo // KV_PAD), hi // KV_PAD - 1  # deal(lo) holds, deal(hi) does not
+        while hi_steps > lo_steps:
+            mid = (lo_steps + hi_steps + 1) // 2
+            if deal(mid * KV_PAD) is not None:
+                lo_steps = mid
+            else:
+                hi_steps = mid - 1
+        best = deal(max(lo, lo_steps * KV_PAD)) or deal(lo)
+        return placement.with_split(best)
+
+    def placed(self, budget: Budget, settings: Params, placement: Placement,
+               estimate: ComputeSplit | None = None) -> Placement:
+        """A placement with its split settled by dry runs: deal with the estimate, then again with the split's
+        own compute buffers until the cards hold it (compute moves with the split: pipeline parallelism)."""
+        if not budget.multi or self.ram_mode:
+            return placement
+        n = len(budget.devices)
+        if self.tensor_split:  # the user's -ts, as whole layers of this placement
+            if placement.n_gpu_layers(self.n_layer_all) == 0:
+                return placement.with_split((0,) * n)
+            devices = layer_devices(self.n_layer_all, placement.n_gpu_layers(self.n_layer_all), self.tensor_split)
+            return placement.with_split(layer_counts(devices, n))
+        if estimate is None:
+            estimate = self.compute(settings, placement.with_split(proportional(
+                len(self.layer_costs(settings, placement)), [c.bytes for c in budget.devices])))
+        chosen = self.split_for(budget, settings, placement, estimate)
+        for _ in range(self.MAX_SPLIT_ROUNDS):
+            exact = self.compute(settings, chosen)
+            if self._row_of(budget, settings, chosen, exact, card_only=True).card_fits:
+                return chosen
+            again = self.split_for(budget, settings, placement, ComputeSplit(exact.card, exact.host,
+                                                                             exact.per_device(n)))
+            if again == chosen:
+                return chosen
+            chosen = again
+        return chosen
+
+    def rows(self, budget: Budget, settings: Params,
+             placements: list[Placement] | None = None) -> list[FitRow]:
+        """All on the card(s); if that misses, the fewest expert layers in RAM and the most layers on the card(s)
+        that fit; over several cards, each with the -ts that holds the most context.
+
+        The search places by the card alone (moving layers off the card cannot make the host smaller);
+        each row then says whether the host part fits --ram too. With `placements`, exactly those are
+        evaluated (`fit -ngl N`, `fit --n-cpu-moe N`, with -ts when given): no placement search.
+        """
+        if placements:
+            return [self._row(budget, settings, p if p.split else self.placed(budget, settings, p))
+                    for p in placements]
+        if self.ram_mode:
+            return [self._row(budget, settings, Placement(PlacementKind.RAM))]
+        first = self.placed(budget, settings, Placement(PlacementKind.ALL))
+        rows = [self._row(budget, settings, first)]
+        if rows[0].card_fits:
+            return rows
+        # each placement's compute is a dry run of a model loaded with that placement (about 1 s for a big
+        # file): search with the all-on-card compute (one model), then settle on the exact answer nearby
+        # the estimate's compute only: the weights the backend took belong to `first`, not to the placements tried
+        estimate = replace(self.compute(settings, first), weights=(), host_weights=None, host_tensors=None)
+
+        def near(p: Placement) -> bool:
+            if budget.multi:
+                p = (self.placed(budget, settings, p) if self.tensor_split
+                     else self.split_for(budget, settings, p, estimate))
+            return self._row_of(budget, settings, p, estimate, card_only=True).fits
+
+        def exact(p: Placement) -> bool:
+            return self._fits(budget, settings, self.placed(budget, settings, p, estimate), card_only=True)
+
+        if self.weights.has_experts() and self.runtime.is_server:  # Llama() has no tensor overrides
+            moe = lambda k: Placement(PlacementKind.N_CPU_MOE, k)  # noqa: E731
+            guess = self._smallest(lambda k: near(moe(k)), self.n_layer_all)
+            n = self._settle(guess, lambda k: exact(moe(k)), better=-1, lo=1, hi=self.n_layer_all,
+                             search=lambda: self._smallest(lambda k: exact(moe(k)), self.n_layer_all))
+            chosen = moe(n if n is not None else self.n_layer_all)
+            rows.append(self._row(budget, settings, self.placed(budget, settings, chosen, estimate)))
+        ngl = lambda k: Placement(PlacementKind.NGL, k)  # noqa: E731
+        guess = self._largest(lambda k: near(ngl(k)), self.n_layer_all, lowest=1)
+        k = self._settle(guess, lambda k: exact(ngl(k)), better=+1, lo=1, hi=self.n_layer_all,
+                         search=lambda: self._largest(lambda k: exact(ngl(k)), self.n_layer_all, lowest=1))
+        chosen = ngl(k if k is not None else 1)
+        rows.append(self._row(budget, settings, self.placed(budget, settings, chosen, estimate)))
+        return rows
+
+    MAX_SETTLE_STEPS = 3
+
+    def _settle(self, guess: int | None, ok: Callable[[int], bool], *, better: int, lo: int, hi: int,
+                search: Callable[[], int | None]) -> int | None:
+        """The exact best k near an estimated one: step toward worse until ok, then toward better while ok;
+        past MAX_SETTLE_STEPS steps (a poor estimate) the exact search itself."""
+        k = guess if guess is not None else (hi if better < 0 else lo)  # no estimate: start at the worst end
+        steps = 0
+        while not ok(k):
+            k -= better
+            steps += 1
+            if not lo <= k <= hi:
+                return None
+            if steps > self.MAX_SETTLE_STEPS:
+                return search()
+        while lo <= k + better <= hi and ok(k + better):
+            k += better
+            steps += 1
+            if steps > self.MAX_SETTLE_STEPS:
+                return search()
+        return k
+
+    @staticmethod
+    def _smallest(ok: Callable[[int], bool], n_max: int) -> int | None:
+        """Smallest k in 1..n_max with ok(k), ok monotone rising; None if none."""
+        if not ok(n_max):
+            return None
+        lo, hi = 0, n_max  # ok(hi), not known for lo
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                hi = mid
+            else:
+                lo = mid
+        return hi
+
+    @staticmethod
+    def _largest(ok: Callable[[int], bool], n_max: int, lowest: int = 0) -> int | None:
+        """Largest k in lowest..n_max with ok(k), ok monotone falling; None if none."""
+        if not ok(lowest):
+            return None
+        lo, hi = lowest, n_max + 1
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if ok(mid):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+
+def proportional(n_layers: int, weights: list[int]) -> tuple[int, ...]:
+    """n_layers shared in proportion to weights, whole layers (largest remainders); equal shares if all are 0."""
+    total = sum(weights)
+    if total <= 0:
+        weights, total = [1] * len(weights), len(weights)
+    shares = [n_layers * w / total for w in weights]
+    counts = [int(x) for x in shares]
+    for i in sorted(range(len(weights)), key=lambda i: shares[i] - counts[i], reverse=True)[:n_layers - sum(counts)]:
+        counts[i] += 1
+    return tuple(counts)
+
+
+def recommend(rows: list[FitRow]) -> FitRow | None:
+    """The fitting row that gives up the least: better KV type first, then all-on-card, experts, fewer layers."""
+    fitting = [r for r in rows if r.fits]
+    if not fitting:
+        return None
+
+    def quality(row: FitRow) -> tuple:
+        s = row.settings
+        rank = lambda t: QUALITY_ORDER.index(t) if t in QUALITY_ORDER else len(QUALITY_ORDER)  # noqa: E731
+        return (rank(s.type_k) + rank(s.type_v), row.placement.rank, row.placement.n_cpu_moe, -row.placement.value)
+
+    return min(fitting, key=quality)

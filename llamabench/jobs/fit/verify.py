@@ -1,0 +1,172 @@
+"""`fit --verify`: create placements for real, in a child, and set each device's allocation against the prediction.
+
+On a GPU build the card is the GPU; without one it is an emulated card: llama.cpp's RPC backend
+serving this machine's CPU as a device on 127.0.0.1 (llama/rpc.py), where llama.cpp places layers,
+KV, recurrent state and compute buffers exactly as on a GPU. Weights, KV and recurrent state must
+equal the prediction to llama.cpp's printed 0.01 MiB; the compute buffers are the fit's own
+figures, from llama.cpp's dry run of the same placement over the same kind of devices. With
+--cpu-only there is no card: totals in system RAM.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from ...llama.devices import buffer_name, is_endpoint
+from ...llama.engine import NO_DEVICE
+from ...llama.messages import Alloc, CreateJob
+from ...llama.rpc import emulated_card
+from ...llama.worker import run_job
+from ...memory.allocations import (
+    HOST,
+    PARTS,
+    PRINTED_TOLERANCE_BYTES,
+    Parts,
+    bytes_equal,
+    compute_tolerance,
+    ram_tolerance,
+)
+from .advice import describe_placement
+from .result import FitResult
+from .search import FitRow, recommend
+
+
+@dataclass(frozen=True)
+class DeviceCheck:
+    """One device: the parts predicted against those llama.cpp allocated there."""
+
+    name: str
+    predicted: Parts
+    allocated: Parts
+    tolerance_bytes: int = PRINTED_TOLERANCE_BYTES
+    by_total: bool = False  # --cpu-only: only the totals are compared (file mapping pads the weights)
+    # several devices: a card's compute to allocations.compute_tolerance (llama.cpp's no_alloc projection)
+    compute_tolerance_bytes: int = PRINTED_TOLERANCE_BYTES
+
+    def part_ok(self, part: str) -> bool:
+        if self.by_total:
+            return self.ok
+        tolerance = self.compute_tolerance_bytes if part == "compute" else self.tolerance_bytes
+        return bytes_equal(getattr(self.allocated, part), getattr(self.predicted, part), tolerance)
+
+    @property
+    def ok(self) -> bool:
+        if self.by_total:
+            return bytes_equal(self.allocated.total, self.predicted.total, self.tolerance_bytes)
+        return all(self.part_ok(p) for p in PARTS)
+
+
+@dataclass(frozen=True)
+class PlacementCheck:
+    """One placement created for real."""
+
+    what: str
+    where: str
+    n_ctx: int
+    devices: tuple[DeviceCheck, ...] = ()
+    error: str | None = None
+    rss_delta: int | None = None
+    gpu_delta: int | None = None
+    fit_compute_estimate: int = 0
+    budget: int = 0  # what the card may hold after the reserve and the projector's share
+    card_total: int = 0
+    ram_mode: bool = False
+    cards_over_budget: tuple[str, ...] = ()  # several cards: those whose allocation passed their own budget
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.devices) and all(d.ok for d in self.devices)
+
+    @property
+    def within_budget(self) -> bool:
+        return self.card_total <= self.budget and not self.cards_over_budget
+
+
+@dataclass(frozen=True)
+class FitVerification:
+    placements: tuple[PlacementCheck, ...] = ()
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and bool(self.placements) and all(p.ok for p in self.placements)
+
+    @property
+    def devices(self) -> tuple[DeviceCheck, ...]:
+        return self.placements[0].devices if self.placements else ()
+
+
+def rows_to_verify(result: FitResult, given: bool) -> list[FitRow]:
+    label = result.budgets[0].label
+    rows = result.rows_for(label, result.contexts[0])
+    if given:  # the placements asked for, with the first cache types asked for
+        return [r for r in rows if r.settings == rows[0].settings]
+    best = recommend(rows)
+    return [best] if best else []
+
+
+def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerification:
+    rows = rows_to_verify(result, given)
+    if not rows:
+        return FitVerification(error=f"nothing fits {result.budgets[0].label} at n_ctx {result.contexts[0]}, so "
+                                     "there is nothing to create")
+    n_local = max(max(len(r.devices), 1) - len(session.remote) for r in rows)
+    with ExitStack() as stack:
+        if session.ram_mode:  # the CPU alone, as the fit's dry runs (llama-server -dev none; Llama() has no choice)
+            local = [NO_DEVICE] if session.gpu_build and session.runtime.is_server else []
+        elif session.emulate or not session.gpu_build:  # (no RPC backend: emulated_card says so)
+            local = [stack.enter_context(emulated_card()) for _ in range(n_local)]
+        else:  # a GPU build's own devices, named as the fit's dry runs named them, after the remote hosts
+            local = list(session.gpu_devices[:n_local])
+        return FitVerification(tuple(_verify_row(row, session, result, tuple(session.remote) + tuple(local))
+                                     for row in rows))
+
+
+def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, ...]) -> PlacementCheck:
+    p = row.placement
+    params = p.params(row.settings, result.n_layer_all).replace(repack=False, n_threads=2)
+    n_devices = max(1, len(row.devices))
+    devices = endpoints[:n_devices]
+    allocs: list[Alloc] = []
+    outcome = run_job(CreateJob(session.verify_path, params, devices),
+                      lambda e: allocs.append(e) if isinstance(e, Alloc) else None)
+    what = (f"n_ctx {row.settings.n_ctx}, {row.settings.type_k}/{row.settings.type_v} KV, "
+            f"{describe_placement(p, result.n_layer_all)}")
+    where = ("system RAM (--cpu-only)" if session.ram_mode else "the GPU" if not devices
+             else f"{n_devices} devices ({', '.join(devices)})" if n_devices > 1
+             else f"the GPU {devices[0]}" if not is_endpoint(devices[0])
+             else f"the remote host {devices[0]}" if devices[0] in session.remote
+             else f"an emulated card (llama.cpp RPC device on {devices[0]})")
+    if not allocs:
+        return PlacementCheck(what, where, row.settings.n_ctx, error=f"llama.cpp could not create the context: "
+                                                                     f"{outcome.failure}", ram_mode=session.ram_mode)
+    event = allocs[-1]
+    alloc = event.allocations
+    common = dict(what=what, where=where, n_ctx=row.settings.n_ctx,
+                  rss_delta=event.rss_after_bytes - event.rss_before_bytes,
+                  gpu_delta=(None if event.gpu_used_before_bytes is None
+                             else event.gpu_used_after_bytes - event.gpu_used_before_bytes),
+                  fit_compute_estimate=row.parts.compute, ram_mode=session.ram_mode)
+    if session.ram_mode:
+        predicted, allocated = row.parts.buffers, alloc.parts
+        device = DeviceCheck(HOST, predicted, allocated, ram_tolerance(predicted.total), by_total=True)
+        return PlacementCheck(**common, devices=(device,), budget=row.budget_bytes, card_total=allocated.total)
+    # the fit's own figures: compute from its dry run of this placement over the same devices
+    host = DeviceCheck(HOST, row.host.buffers, alloc.device(HOST))
+    if n_devices > 1:
+        checks = []
+        for i, (card, endpoint) in enumerate(zip(row.devices, devices)):
+            predicted = card.parts.buffers
+            checks.append(DeviceCheck(f"card {i} ({card.name})", predicted, alloc.device(buffer_name(endpoint)),
+                                      compute_tolerance_bytes=compute_tolerance(predicted.compute)))
+        room = [c.budget - c.parts.reserve - c.parts.projector for c in row.devices]
+        over = tuple(check.name for check, r in zip(checks, room) if check.allocated.total > r)
+        return PlacementCheck(**common, devices=(*checks, host), budget=sum(room),
+                              card_total=sum(c.allocated.total for c in checks), cards_over_budget=over)
+    card = (alloc.card_names or ("card",))[0]
+    devices_checked = (DeviceCheck(card, row.parts.buffers, alloc.device(card)), host)
+    # the projector (--mmproj) is not created here: its share of the budget stays set aside
+    return PlacementCheck(**common, devices=devices_checked,
+                          budget=row.budget_bytes - row.parts.reserve - row.parts.projector,
+                          card_total=devices_checked[0].allocated.total)

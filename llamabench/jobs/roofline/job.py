@@ -1,0 +1,144 @@
+"""The `roofline` job: predicted decode t/s at depths up to n_ctx from the bytes each token reads, beside the
+same model as full GQA, on a named card (or several), a bandwidth, or calibrated on a bench results file.
+
+The arithmetic is `memory.speed`'s (pure); this job picks the weights (the GGUF's tensor infos, or a catalog
+id's published size over its shape twin), reads the options and the measured depths, and makes the rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ...core.errors import UsageError
+from ...memory import speed
+from ...model.layout import geometry_from_metadata
+from ...settings.params import Params
+from ...settings.sweep import params_from, parse_value
+from ..arguments import call_values
+from ..source import ModelSource, resolve
+from ..twin.shape import published_weights
+from .split import SplitSpeed, split_speed
+
+ROOFLINE_PARAMS = ("n_ctx", "type_k", "type_v")
+
+# the bench records of a results file (every model's) and its warnings, one per line passed over
+BenchRecords = Callable[[Path], tuple[Sequence[Any], tuple[str, ...]]]
+
+
+@dataclass(frozen=True)
+class PredictedRow:
+    depth: int
+    bytes_per_token: int
+    kv_read_bytes: int
+    recurrent_bytes: int
+    tok_s: float
+    full_gqa_bytes_per_token: int
+    full_gqa_tok_s: float
+    measured_tok_s: float | None = None
+    split_tok_s: float | None = None  # several cards (--card A+B): the layer split's decode t/s
+
+
+@dataclass(frozen=True)
+class Prediction:
+    source: ModelSource
+    architecture: str
+    params: Params
+    speed_model: speed.SpeedModel
+    weights_read_per_token: int
+    weights_basis: str
+    rows: tuple[PredictedRow, ...] = ()
+    split_basis: str | None = None  # several cards: the split, the cards and the link, in words
+
+
+def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, card: str | None = None,
+            bandwidth=None, tflops=None, bw_eff=None, compute_eff=None, calibrate=None, quant: str | None = None,
+            tensor_split=None, link=None, link_ms=None) -> Prediction:
+    """The rows of MODEL's roofline (`params`: the schema's, by name); `bench_records` reads the --calibrate
+    file."""
+    values = call_values(params, ROOFLINE_PARAMS)
+    if values["n_ctx"] == 0:
+        raise UsageError("n_ctx 0: give the deepest depth")
+    source = resolve(model)
+    meta, weights_basis, scale = weights_source(source, quant or "Q4_K_M")
+    geometry = geometry_from_metadata(meta)
+    _, active = speed.weights_per_token(meta, geometry, scale_to_bytes=scale)
+    p = params_from(values)
+    measured: dict[int, float] = {}
+    offset = 0
+    split = None
+    if calibrate:
+        if not Path(calibrate).is_file():
+            raise UsageError(f"{calibrate}: no such results file to calibrate on")
+        model_, measured, offset = calibrated(Path(calibrate), bench_records, source, geometry, p, active)
+    elif card:
+        eff = {k: parse_value(n, v, listed=False) for k, n, v in (("bandwidth_efficiency", "bw_eff", bw_eff),
+                                                                  ("compute_efficiency", "compute_eff", compute_eff))
+               if v is not None}
+        cards = [speed.card(c.strip()) for c in str(card).split("+")]
+        model_ = speed.model_for_card(cards[0], **eff)
+        if len(cards) > 1:
+            split = split_speed(meta, geometry, p, cards, eff, scale, tensor_split, link, link_ms)
+    elif bandwidth:
+        model_ = bandwidth_model(bandwidth, tflops, bw_eff, compute_eff)
+    else:
+        raise UsageError("give card=NAME (--card), bandwidth=GB/s (--bandwidth) or calibrate=FILE (--calibrate)")
+    if (tensor_split or link or link_ms) and split is None:
+        raise UsageError("-ts, --link and --link-ms describe several cards: give them as --card A+B")
+    return Prediction(source, geometry.architecture, p, model_, active, weights_basis,
+                      rows(geometry, p, active, model_, measured, offset, split), split.basis if split else None)
+
+
+def rows(geometry, p: Params, active: int, model_: speed.SpeedModel, measured: dict[int, float], offset: int,
+         split: SplitSpeed | None) -> tuple[PredictedRow, ...]:
+    """One row per depth: 0, n_ctx / 16, / 8, / 4, / 2, n_ctx, and every measured depth."""
+    depths = sorted({0, *(p.n_ctx * f // 16 for f in (1, 2, 4, 8, 16)), *measured})
+    out = []
+    for d in depths:
+        ours = speed.token_cost(geometry, p, active, d + offset)  # measured tg: its middle token
+        gqa = speed.token_cost(geometry, p, active, d + offset, as_full_gqa=True)
+        out.append(PredictedRow(d, ours.total_bytes, ours.kv_bytes, ours.recurrent_bytes,
+                                model_.tokens_per_second(ours), gqa.total_bytes, model_.tokens_per_second(gqa),
+                                measured.get(d), split.tokens_per_second(d + offset) if split else None))
+    return tuple(out)
+
+
+def bandwidth_model(bandwidth, tflops, bw_eff, compute_eff) -> speed.SpeedModel:
+    """--bandwidth GB/s (and --tflops), each at its efficiency."""
+    bw = parse_value("bandwidth", bandwidth, listed=False)
+    bw_e = parse_value("bw_eff", bw_eff, listed=False) if bw_eff else speed.BANDWIDTH_EFFICIENCY
+    c_e = parse_value("compute_eff", compute_eff, listed=False) if compute_eff else speed.COMPUTE_EFFICIENCY
+    tf = parse_value("tflops", tflops, listed=False) if tflops else None
+    return speed.SpeedModel(bw * 1e9 * bw_e, tf * 1e12 * c_e if tf else float("inf"),
+                            f"{bw:g} GB/s x {bw_e:g}" + (f", {tf:g} TFLOPS x {c_e:g}" if tf
+                                                         else ", attention compute not limiting"))
+
+
+def weights_source(source: ModelSource, quant: str):
+    """Metadata with tensor infos, words for them, and a published size to scale to (catalog ids)."""
+    if source.path is not None:
+        return source.metadata, f"tensor infos of {source.path.name}", None
+    _, meta, q = published_weights(source, quant)
+    if q is None:
+        return meta, f"no published {quant} size in the catalog: the shape twin's q4_0 tensors (estimate)", None
+    return (meta, f"published {q.name} size {q.bytes / 1e9:.2f} GB spread over the real tensor shapes (estimate)",
+            q.bytes)
+
+
+def calibrated(path: Path, bench_records: BenchRecords, source: ModelSource, geometry, p: Params, active: int):
+    """The speed model of two measured depths of this model (the group with the most), the measured t/s by
+    depth, and the offset of a tg test's middle token."""
+    records, warnings = bench_records(path)
+    records = [r for r in records if r.model.label == source.label]
+    groups = [g for g in speed.tg_groups(records) if len(g) >= 2]
+    if not groups:
+        passed_over = f" ({warnings[0]}; {len(warnings)} line(s) passed over)" if warnings else ""
+        raise UsageError(f"{path}: calibrating needs tg tests of {source.label} at two depths or more, on one machine "
+                         f"with one context configuration{passed_over}")
+    group = groups[0]  # the one with the most depths
+    n_tokens = group[0].test.n_tokens
+    cost = lambda d: speed.token_cost(geometry, p, active, d + n_tokens // 2)  # noqa: E731
+    lo, hi = group[0], group[-1]
+    model = speed.calibrate(cost(lo.test.depth), lo.avg_ts, cost(hi.test.depth), hi.avg_ts)
+    return model, {r.test.depth: r.avg_ts for r in group}, n_tokens // 2

@@ -1,0 +1,64 @@
+"""Twins of catalog models, written once into the cache and reused while their keys and code are unchanged."""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import json
+import shutil
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ...model import architectures
+from ...model.metadata import ModelMetadata
+from ...world.outputs import OutputError
+from ...world.paths import CACHE_ENV, cache_dir
+from . import build, context, writer
+from .build import family_for, write_twin
+
+
+def cached_file(kind_folder: str, meta: ModelMetadata, label: str, extra_files: Iterable[str],
+                write: Callable[[ModelMetadata, Path], object]) -> Path:
+    """`cache_dir()/kind_folder/label-DIGEST.gguf`, written by `write(meta, path)` when absent.
+
+    The digest covers the source keys and the code that writes the file: the architecture table, the
+    writer, the twin builder and context, the architecture's family module, and `extra_files` (a
+    caller's own module).
+    """
+    files = [architectures.__file__, build.__file__, context.__file__, writer.__file__,
+             family_for(meta.architecture).__file__, *extra_files]
+    digest = hashlib.sha256(json.dumps(sorted(meta.keys.items()), default=str).encode())
+    for name in files:
+        digest.update(Path(name).read_bytes())
+    name = f"{label[:100]}-{digest.hexdigest()[:10]}.gguf"
+    path = cache_dir() / kind_folder / name
+    if path.exists():
+        return path
+    try:
+        write(meta, path)  # the writer renames a finished file into place (writer.write_gguf)
+    except OutputError as exc:  # a read-only or full cache: this run's own temporary folder instead
+        try:
+            fallback = _run_folder() / kind_folder / name
+            if not fallback.exists():
+                write(meta, fallback)
+        except (OSError, OutputError):
+            raise exc from None
+        print(f"llamabench: warning: {exc}; wrote it to {fallback.parent} for this run instead (set "
+              f"{CACHE_ENV} to a writable folder to keep it)", file=sys.stderr)
+        return fallback
+    return path
+
+
+@lru_cache(maxsize=1)
+def _run_folder() -> Path:
+    """A temporary folder of this process, removed at exit."""
+    folder = Path(tempfile.mkdtemp(prefix="llamabench-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def cached_twin(meta: ModelMetadata, label: str) -> Path:
+    return cached_file("twins", meta, label, (), write_twin)

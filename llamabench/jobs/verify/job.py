@@ -1,0 +1,61 @@
+"""The `verify` job: theory against llama.cpp's own `llama_kv_cache: size` / `llama_memory_recurrent: size`
+lines, from no_alloc dry runs (sizes, nothing timed): one context, or the exactness matrix."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ...llama.worker import dry_runs
+from ...memory.allocations import Allocations
+from ...memory.footprint import Footprint, compute_footprint
+from ...memory.inspection import inspect as inspect_metadata
+from ...memory.verification import Check, MatrixCell, MatrixResult, compare, describe, matrix_params
+from ...settings.params import Params
+from ...settings.sweep import params_from
+from ..arguments import call_values
+from ..inspect.job import INSPECT_PARAMS
+from ..source import ModelSource, resolve
+
+
+@dataclass(frozen=True)
+class Verified:
+    source: ModelSource
+    architecture: str
+    gguf: str  # the file llama.cpp sized
+    params: Params  # n_ctx as llama.cpp rounded it
+    footprint: Footprint
+    allocations: Allocations
+    checks: tuple[Check, ...]
+    context_warning: str | None = None
+
+
+def verify_model(model: str, params: dict[str, Any]) -> Verified:
+    """One dry run of MODEL with these parameters (inspect's), its allocations checked against the theory."""
+    values = call_values(params, INSPECT_PARAMS)
+    source = resolve(model)
+    p = params_from(values)
+    result = inspect_metadata(source.metadata, p, source.entry)  # validates the parameters before llama.cpp runs
+    fp = result.footprint
+    path = source.gguf_for_llama()
+    sized = p.replace(n_ctx=fp.shape.n_ctx)
+    dry = dry_runs(str(path), [sized])[0]
+    return Verified(source, result.geometry.architecture, str(path), sized, fp, dry.allocations,
+                    compare(fp, dry.allocations), result.context_warning)
+
+
+def exactness_matrix(model: str) -> MatrixResult:
+    """n_ctx 4096 / 131072 / 5000 x f16, q8_0, q4_0 and fa off x 1 and 4 sequences (unified or not) x swa_full."""
+    start = time.perf_counter()
+    source = resolve(model)
+    path = str(source.gguf_for_llama())
+    geometry = source.llama_geometry()
+    cells = matrix_params(geometry.has_swa)
+    out = []
+    for p, dry in zip(cells, dry_runs(path, cells)):
+        checks = compare(compute_footprint(geometry, p), dry.allocations)
+        out.append(MatrixCell(p, tuple(f"{describe(p)}: {c.mismatch()}" for c in checks if not c.ok)))
+    st = os.stat(path)
+    return MatrixResult(model, path, st.st_size, st.st_blocks * 512, time.perf_counter() - start, tuple(out))

@@ -1,0 +1,259 @@
+"""The child protocol (`llama.child` and its parent `llama.worker`): every job, request and event, declared once.
+
+One JSON object a line. A job is {"job": KIND, ...its fields} (the first line on the child's stdin), a request
+to a dry-run child {"request": KIND, ...} (the lines after it), an event {"event": KIND, ...} (every line on
+the child's stdout). Each is a frozen dataclass, written with `to_wire` (core.serial.to_dict) and read with
+`read_job` / `read_request` / `read_event` (core.serial.from_dict): typed at both ends, checked on the way in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar, Union
+
+from ..core import serial
+from ..memory.allocations import Allocations
+from ..settings.bench_tests import BenchTest
+from ..settings.params import Params
+from ..settings.values import rpc_endpoints
+from .devices import Device
+
+T = TypeVar("T")
+
+
+class _Job:
+    tag: ClassVar[str] = "job"
+    kind: ClassVar[str]
+
+
+class _Request:
+    tag: ClassVar[str] = "request"
+    kind: ClassVar[str]
+
+
+class _Event:
+    tag: ClassVar[str] = "event"
+    kind: ClassVar[str]
+
+
+def _endpoints(job) -> None:
+    """A job's devices as llama.cpp takes them: None, or the RPC endpoints / device names in order."""
+    object.__setattr__(job, "rpc", rpc_endpoints(job.rpc) or None)
+
+
+# jobs: the first line a child reads -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CreateJob(_Job):
+    """Create a context for real and report what it allocated (an `Alloc` event): `fit --verify`."""
+
+    path: str
+    params: Params
+    rpc: tuple[str, ...] | None = None  # the devices: RPC endpoints (HOST:PORT) and ggml names, in order; ["none"]
+    kind: ClassVar[str] = "create"
+
+    def __post_init__(self) -> None:
+        _endpoints(self)
+
+
+@dataclass(frozen=True)
+class BenchJob(CreateJob):
+    """Create a context, then time its tests (`Fill`, `Measured` and `TestFailed` events): `bench`."""
+
+    repetitions: int = 1
+    tests: tuple[BenchTest, ...] = ()
+    kind: ClassVar[str] = "bench"
+
+
+@dataclass(frozen=True)
+class DryRunsJob(_Job):
+    """Load the model with no_alloc (a `Loaded` event), then answer one dry-run context per request."""
+
+    path: str
+    params: Params  # the placement: -ngl, --n-cpu-moe, -ts...
+    rpc: tuple[str, ...] | None = None
+    kind: ClassVar[str] = "dry_runs"
+
+    def __post_init__(self) -> None:
+        _endpoints(self)
+
+
+@dataclass(frozen=True)
+class DevicesJob(_Job):
+    """List the devices llama.cpp sees (a `Devices` event); on CUDA the query makes a context on every GPU."""
+
+    kind: ClassVar[str] = "devices"
+
+
+# requests: the lines a dry-run child reads after its job --------------------------------------------------------
+
+@dataclass(frozen=True)
+class LoadRequest(_Request):
+    """Load the model again with another placement and devices (a `Loaded` event)."""
+
+    params: Params
+    rpc: tuple[str, ...] | None = None
+    kind: ClassVar[str] = "load"
+
+    def __post_init__(self) -> None:
+        _endpoints(self)
+
+
+@dataclass(frozen=True)
+class ContextRequest(_Request):
+    """One dry-run context of the loaded placement (a `DryRunSizes` or a `DryFailed` event)."""
+
+    params: Params
+    kind: ClassVar[str] = "context"
+
+
+# events: every line a child writes ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Failed(_Event):
+    """The job failed (llama.cpp refused the model or the context, or the child raised): why, in words."""
+
+    reason: str
+    kind: ClassVar[str] = "failed"
+
+
+@dataclass(frozen=True)
+class Alloc(_Event):
+    """A context created for real: what llama.cpp allocated, and the process and devices around it."""
+
+    allocations: Allocations
+    model_size_bytes: int
+    n_params: int
+    model_desc: str
+    n_ctx: int
+    rss_before_bytes: int
+    rss_after_bytes: int
+    gpu_used_before_bytes: int | None  # NVML, all NVIDIA GPUs; None without NVML
+    gpu_used_after_bytes: int | None
+    create_seconds: float
+    devices_before: tuple[Device, ...]  # every non-CPU device llama.cpp saw before the context, and after it
+    devices: tuple[Device, ...]
+    kind: ClassVar[str] = "alloc"
+
+    def free_before(self, device: Device) -> int | None:
+        """A device's free bytes before the context; None for one the context registered itself (an RPC server)."""
+        return next((d.free_bytes for d in self.devices_before
+                     if (d.name, d.description) == (device.name, device.description)), None)
+
+
+@dataclass(frozen=True)
+class Fill(_Event):
+    """Filling the context to a test's depth: `done` of `total` tokens decoded in `seconds`."""
+
+    depth: int
+    done: int
+    total: int
+    seconds: float
+    kind: ClassVar[str] = "fill"
+
+
+@dataclass(frozen=True)
+class Measured(_Event):
+    """One test timed: a sample per repetition, in nanoseconds."""
+
+    name: str
+    samples_ns: tuple[int, ...]
+    kind: ClassVar[str] = "test"
+
+
+@dataclass(frozen=True)
+class TestFailed(_Event):
+    """One test that could not be timed, and why."""
+
+    __test__ = False
+    name: str
+    reason: str
+    kind: ClassVar[str] = "test_failed"
+
+
+@dataclass(frozen=True)
+class Loaded(_Event):
+    """A dry-run child's model, loaded with no_alloc for one placement."""
+
+    model_size_bytes: int
+    n_params: int
+    host_tensors: tuple[str, ...] | None  # the weight tensors it keeps in system RAM; None: not read
+    breakdown_unavailable: str | None  # why llama.cpp's memory breakdown cannot be read here; None where it can
+    kind: ClassVar[str] = "loaded"
+
+
+@dataclass(frozen=True)
+class DryRunSizes(_Event):
+    """llama.cpp's sizes for one context from a no_alloc dry run (see engine.DryRun)."""
+
+    allocations: Allocations
+    n_ctx: int
+    n_ctx_seq: int
+    n_seq_max: int
+    kind: ClassVar[str] = "dry"
+
+
+@dataclass(frozen=True)
+class DryFailed(_Event):
+    """A dry-run context llama.cpp refused; the child goes on serving."""
+
+    reason: str
+    kind: ClassVar[str] = "dry_failed"
+
+
+@dataclass(frozen=True)
+class Devices(_Event):
+    """Every device llama.cpp sees other than the CPU, in its order."""
+
+    devices: tuple[Device, ...]
+    kind: ClassVar[str] = "devices"
+
+
+@dataclass(frozen=True)
+class Done(_Event):
+    """The job ended well."""
+
+    kind: ClassVar[str] = "done"
+
+
+Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob]
+Request = Union[LoadRequest, ContextRequest]
+Event = Union[Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices, Done]
+
+JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob)}
+REQUESTS = {c.kind: c for c in (LoadRequest, ContextRequest)}
+EVENTS = {c.kind: c for c in (Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices,
+                               Done)}
+
+
+def to_wire(message: Job | Request | Event) -> dict:
+    """A job, request or event as its JSON object: its kind under its tag, then its fields."""
+    return {message.tag: message.kind, **serial.to_dict(message)}
+
+
+def _read(family: Mapping[str, type[T]], tag: str, data: Any) -> T | None:
+    """The message a JSON object holds, None where its tag names no message of this family; ShapeError (a
+    ValueError) where a field has the wrong shape."""
+    if not isinstance(data, Mapping) or not isinstance(data.get(tag), str) or data[tag] not in family:
+        return None
+    return serial.from_dict(family[data[tag]], {k: v for k, v in data.items() if k != tag})
+
+
+def read_job(data: Any) -> Job:
+    job = _read(JOBS, _Job.tag, data)
+    if job is None:
+        raise ValueError(f"not a job: {serial.describe(data)} (the jobs: {', '.join(JOBS)})")
+    return job
+
+
+def read_request(data: Any) -> Request:
+    request = _read(REQUESTS, _Request.tag, data)
+    if request is None:
+        raise ValueError(f"not a request: {serial.describe(data)} (the requests: {', '.join(REQUESTS)})")
+    return request
+
+
+def read_event(data: Any) -> Event | None:
+    """The event a child wrote; None for an object that is no event (passed over, as any other line is)."""
+    return _read(EVENTS, _Event.tag, data)

@@ -1,0 +1,77 @@
+"""Inspect = layout + footprint of one model under one set of parameters, as plain data. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..model import gguf_keys as K
+from ..model.layout import ModelGeometry, geometry_from_metadata
+from ..model.metadata import CatalogEntry, ModelMetadata, PublishedQuant
+from ..model.validate import check_for_llama
+from ..settings.params import Params
+from .footprint import Footprint, compute_footprint
+
+
+@dataclass(frozen=True)
+class Published:
+    """What the catalog publishes about a model (its sources are in models.toml)."""
+
+    catalog_id: str
+    kv_bytes_per_token: int | None = None  # f16, 1 sequence
+    quants: tuple[PublishedQuant, ...] = ()
+
+
+@dataclass(frozen=True)
+class Inspection:
+    name: str
+    source: str  # a path, a URL or "catalog:<id>"
+    geometry: ModelGeometry
+    footprint: Footprint
+    weights_bytes: int = 0  # the sum of the tensor infos (0 for a catalog entry)
+    n_tensors: int = 0
+    rope_scaling: dict[str, str] = field(default_factory=dict)  # the GGUF's `{arch}.rope.scaling.*` keys, as text
+    published: Published | None = None
+
+    @property
+    def f16_kv_bytes_per_token(self) -> int:
+        return f16_kv_bytes_per_token(self.geometry)
+
+    @property
+    def published_kv_matches(self) -> bool | None:
+        """Whether the catalog's published f16 KV bytes/token equals ours (None when nothing is published)."""
+        if self.published is None or self.published.kv_bytes_per_token is None:
+            return None
+        return self.published.kv_bytes_per_token == self.f16_kv_bytes_per_token
+
+    @property
+    def beyond_trained_context(self) -> bool:
+        return self.footprint.shape.n_ctx > self.geometry.n_ctx_train > 0
+
+    @property
+    def context_warning(self) -> str | None:
+        """One line when n_ctx goes past the trained context (llama.cpp only warns, and allows it)."""
+        if not self.beyond_trained_context:
+            return None
+        rope = ("the GGUF carries RoPE scaling keys ("
+                + ", ".join(f"{k} {v}" for k, v in sorted(self.rope_scaling.items()))
+                + ")" if self.rope_scaling else "the GGUF carries no RoPE scaling keys")
+        return (f"n_ctx {self.footprint.shape.n_ctx:,} exceeds the trained context {self.geometry.n_ctx_train:,} "
+                f"({self.geometry.architecture}.context_length); {rope}")
+
+
+def f16_kv_bytes_per_token(geometry: ModelGeometry) -> int:
+    return compute_footprint(geometry, Params(n_ctx=256)).kv_bytes_per_token
+
+
+def rope_scaling(meta: ModelMetadata) -> dict[str, str]:
+    prefix = f"{meta.architecture}.{K.ROPE_SCALING_PREFIX}"
+    return {k[len(prefix):]: str(v) for k, v in meta.keys.items() if k.startswith(prefix)}
+
+
+def inspect(metadata: ModelMetadata, params: Params, entry: CatalogEntry | None = None) -> Inspection:
+    geometry = geometry_from_metadata(metadata)
+    check_for_llama(metadata, geometry)
+    published = (Published(entry.id, entry.published_kv_bytes_per_token, tuple(entry.published_quants))
+                 if entry is not None else None)
+    return Inspection(metadata.display_name, metadata.source, geometry, compute_footprint(geometry, params),
+                      metadata.weights_bytes, len(metadata.tensors), rope_scaling(metadata), published)

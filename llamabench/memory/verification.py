@@ -1,0 +1,146 @@
+"""Theory against llama.cpp: compare a Footprint with the sizes llama.cpp printed. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..core import serial
+from ..core.units import MIB
+from ..settings.params import Params
+from .allocations import Allocations, printed_equal
+from .footprint import Footprint
+
+
+@dataclass(frozen=True)
+class Check:
+    """One component: bytes against llama.cpp's printed MiB, or (structural) a wanted shape against the printed one."""
+
+    component: str
+    ok: bool
+    theory_bytes: int | None = None
+    llama_mib: float | None = None  # as printed; None where llama.cpp printed no such line
+    want: str | None = None  # structural checks: cells x layers x streams
+    got: str | None = None
+
+    @property
+    def is_structural(self) -> bool:
+        return self.want is not None
+
+    def mismatch(self) -> str:
+        """One line for a failed check: what theory said against what llama.cpp printed."""
+        if self.is_structural:
+            return f"{self.component.strip()}: theory {self.want} vs llama.cpp {self.got}"
+        printed = "not reported" if self.llama_mib is None else f"{self.llama_mib:.2f} MiB"
+        return f"{self.component.strip()}: theory {self.theory_bytes:,} B vs llama.cpp {printed}"
+
+    @property
+    def diff_mib(self) -> float | None:
+        if self.is_structural or self.llama_mib is None or self.theory_bytes is None:
+            return None
+        return round(self.llama_mib - self.theory_bytes / MIB, 2)
+
+
+def _mib_check(component: str, theory_bytes: int, printed: float | None) -> Check:
+    ok = theory_bytes == 0 if printed is None else printed_equal(theory_bytes, printed)
+    return Check(component, ok, theory_bytes=theory_bytes, llama_mib=printed)
+
+
+def _shape_check(component: str, want: str, got: str) -> Check:
+    return Check(component, want == got, want=want, got=got)
+
+
+def compare(fp: Footprint, alloc: Allocations) -> tuple[Check, ...]:
+    """One check per component; structural checks (cells, layers, streams) are exact."""
+    checks: list[Check] = []
+    caches = list(alloc.kv_caches)
+    has_swa = fp.n_swa_layers > 0
+    base = caches[0] if caches and fp.n_kv_layers else None
+    swa = caches[-1] if has_swa and caches else None
+    expected_lines = int(fp.n_kv_layers > 0) + int(has_swa)
+    checks.append(_shape_check("KV cache lines", str(expected_lines), str(len(caches))))
+
+    if fp.n_kv_layers or base is not None:
+        checks.append(_mib_check("KV (non-SWA)", fp.k_bytes + fp.v_bytes, base.size_mib if base else None))
+        checks.append(_mib_check("  K", fp.k_bytes, base.k_mib if base else None))
+        checks.append(_mib_check("  V", fp.v_bytes, base.v_mib if base else None))
+        want = f"{fp.shape.n_ctx_seq} cells x {fp.n_kv_layers} layers x {fp.shape.n_stream} streams"
+        got = f"{base.cells} cells x {base.layers} layers x {base.n_stream} streams" if base else "none"
+        checks.append(_shape_check("  shape", want, got))
+    if has_swa:
+        checks.append(_mib_check("KV (SWA)", fp.swa_kv_bytes, swa.size_mib if swa else None))
+        want = f"{fp.shape.swa_cells} cells x {fp.n_swa_layers} layers x {fp.shape.n_stream} streams"
+        got = f"{swa.cells} cells x {swa.layers} layers x {swa.n_stream} streams" if swa else "none"
+        checks.append(_shape_check("  shape", want, got))
+    checks.append(_mib_check("KV total", fp.kv_bytes, alloc.kv_mib if caches else None))
+
+    rec = alloc.recurrent[0] if alloc.recurrent else None
+    if fp.n_recurrent_layers or rec is not None:
+        checks.append(_mib_check("recurrent state", fp.recurrent_state_bytes, rec.size_mib if rec else None))
+        checks.append(_mib_check("  R (conv)", fp.recurrent_r_bytes, rec.r_mib if rec else None))
+        checks.append(_mib_check("  S (ssm)", fp.recurrent_s_bytes, rec.s_mib if rec else None))
+        want = f"{max(1, fp.params.n_seq)} cells"  # llama.cpp prints mem_size; n_rs_seq rows are extra
+        got = f"{rec.cells} cells" if rec else "none"
+        checks.append(_shape_check("  shape", want, got))
+    return tuple(checks)
+
+
+def all_ok(checks) -> bool:
+    return all(c.ok for c in checks)
+
+
+MATRIX_N_CTX = (4096, 131072, 5000)  # 5000 is not a multiple of 256
+MATRIX_TYPES = (("f16", "f16", True), ("q8_0", "q8_0", True), ("q4_0", "q4_0", True), ("f16", "f16", False))
+MATRIX_SEQS = ((1, False), (4, False), (4, True))
+
+
+def matrix_params(has_swa: bool) -> list[Params]:
+    """The exactness matrix: n_ctx x cache types (quantized V with flash attention) x sequences x swa_full."""
+    cells = []
+    for n_ctx in MATRIX_N_CTX:
+        for type_k, type_v, fa in MATRIX_TYPES:
+            for n_seq, unified in MATRIX_SEQS:
+                for swa_full in ((False, True) if has_swa else (False,)):
+                    cells.append(Params(n_ctx=n_ctx, type_k=type_k, type_v=type_v, flash_attn=fa,
+                                        n_seq=n_seq, kv_unified=unified, swa_full=swa_full))
+    # speculative-decoding snapshots: only some recurrent families keep n_rs_seq (llm_arch_supports_rs_rollback)
+    cells.append(Params(n_ctx=4096, n_seq=2, n_rs_seq=3))
+    return cells
+
+
+def describe(p: Params) -> str:
+    return (f"n_ctx={p.n_ctx} K={p.type_k} V={p.type_v} fa={'on' if p.flash_attn else 'off'} n_seq={p.n_seq}"
+            + (" unified" if p.kv_unified else "") + (" swa_full" if p.swa_full else "")
+            + (f" n_rs_seq={p.n_rs_seq}" if p.n_rs_seq else ""))
+
+
+@dataclass(frozen=True)
+class MatrixCell:
+    params: Params
+    mismatches: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatches
+
+
+@dataclass(frozen=True)
+class MatrixResult:
+    """The exactness matrix of one model: every cell, theory against llama.cpp."""
+
+    model: str
+    gguf: str
+    file_bytes: int
+    disk_bytes: int
+    seconds: float
+    cells: tuple[MatrixCell, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.cells)
+
+    def to_dict(self) -> dict:
+        return serial.to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "MatrixResult":
+        return serial.from_dict(cls, data)

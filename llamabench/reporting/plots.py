@@ -1,0 +1,206 @@
+"""The four report plots (PNG and SVG), drawn from records only. matplotlib is imported here alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.units import GIB
+from ..jobs.fit.advice import short_placement
+from ..memory.footprint import KvPoint
+from ..settings.params import DEFAULT_N_CTX
+from ..world.outputs import write_with
+
+CARDS = (16, 24)
+# every part of fit.search.Parts, so the bars add up to its total: label -> (Parts field, colour)
+BAR_PARTS = {"weights": ("weights", "#4c72b0"), "KV": ("kv", "#dd8452"), "recurrent": ("recurrent", "#55a868"),
+             "compute": ("compute", "#8172b3"), "reserve": ("reserve", "#937860"),
+             "mmproj": ("projector", "#c44e52")}
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3, "font.size": 10})
+    return plt
+
+
+def _save(fig, out_dir: Path, name: str) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    def saver(ext: str):
+        return lambda tmp: fig.savefig(tmp, format=ext, bbox_inches="tight")
+
+    try:
+        return [write_with(out_dir / f"{name}.{ext}", saver(ext), "report file") for ext in ("png", "svg")]
+    finally:
+        fig.clear()
+        plt.close(fig)
+
+
+def kv_vs_context(out_dir: Path, name: str, curve: tuple[KvPoint, ...], comparisons: dict[str, tuple[KvPoint, ...]],
+                  weights_on_card: int | None, reserve: int, mark_ctx: int = DEFAULT_N_CTX) -> list[Path]:
+    """KV (+ recurrent state) against n_ctx: this model, its full-GQA skeleton, comparisons, card budgets."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    x = [p.n_ctx / 1024 for p in curve]
+    ax.plot(x, [p.cache_bytes / GIB for p in curve], lw=2.5, label=f"{name} (KV + recurrent state)")
+    ax.plot(x, [p.full_gqa_kv_bytes / GIB for p in curve], ls="--", lw=1.5, label=f"{name} skeleton as full GQA")
+    for label, points in comparisons.items():
+        ax.plot([p.n_ctx / 1024 for p in points], [p.cache_bytes / GIB for p in points], lw=1.8, label=label)
+    if weights_on_card is not None:
+        for card in CARDS:
+            left = (card * GIB - weights_on_card - reserve) / GIB
+            if left > 0:
+                ax.axhline(left, color="grey", ls=":", lw=1.2)
+                ax.annotate(f"{card} GiB card: room left after weights and reserve ({left:.1f} GiB)", (x[0], left),
+                            textcoords="offset points", xytext=(2, 3), fontsize=8, color="dimgrey")
+            else:
+                ax.annotate(f"{card} GiB card: no room, the weights ({weights_on_card / GIB:.1f} GiB) and reserve "
+                            f"already exceed it", (x[0], 0), textcoords="offset points", xytext=(2, 4), fontsize=8,
+                            color="dimgrey")
+    ax.axvline(mark_ctx / 1024, color="crimson", lw=1, alpha=0.7)
+    ax.annotate("128k", (mark_ctx / 1024, ax.get_ylim()[1] * 0.95), color="crimson", fontsize=9, xytext=(3, 0),
+                textcoords="offset points")
+    ax.set_xlabel("context length (thousands of tokens, n_ctx / 1024)")
+    ax.set_ylabel("cache memory (GiB)")
+    ax.set_title(f"{name}: KV cache against context length (f16, theory)")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8, loc="upper left")
+    return _save(fig, out_dir, "kv_vs_context")
+
+
+def _bars(row) -> list[tuple[str, object, int, bool]]:
+    """(label suffix, parts, budget bytes, fits) per bar: one per card of a machine with several."""
+    if getattr(row, "multi", False):
+        return [(f" · c{i} {c.name}", c.parts, c.budget, c.fits) for i, c in enumerate(row.devices)]
+    return [("", row.parts, row.budget_bytes, row.fits)]
+
+
+def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
+    """Stacked horizontal bars per card and choice (fit.search.FitRow): every part, the projector's too;
+    a machine with several cards gets one bar per card, each against its own budget (red mark)."""
+    plt = _plt()
+    cards = list(dict.fromkeys(r.budget_label for r in rows))
+    heights = [sum(len(_bars(r)) for r in rows if r.budget_label == c) for c in cards]
+    fig, axes = plt.subplots(len(cards), 1, figsize=(8.5, 1.0 + 0.45 * sum(heights) + 0.6 * len(cards)),
+                             sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights})
+    for ax, card in zip(axes[:, 0], cards):
+        bars = [(f"{r.settings.type_k}/{r.settings.type_v}, {short_placement(r.placement)}{suffix}", parts, budget, ok)
+                for r in [r for r in rows if r.budget_label == card][::-1]
+                for suffix, parts, budget, ok in _bars(r)[::-1]]
+        labels = [b[0] for b in bars]
+        left = [0.0] * len(bars)
+        for label, (part, colour) in BAR_PARTS.items():
+            values = [getattr(b[1], part) / GIB for b in bars]
+            if part == "projector" and not any(values):
+                continue
+            ax.barh(labels, values, left=left, color=colour, label=label, height=0.6)
+            left = [a + v for a, v in zip(left, values)]
+        for y, b in enumerate(bars):
+            ax.annotate("fits" if b[3] else "does not fit", (left[y], y), xytext=(4, -3), textcoords="offset points",
+                        fontsize=8, color="darkgreen" if b[3] else "crimson")
+        budgets = {b[2] for b in bars}
+        if len(budgets) == 1:
+            ax.axvline(budgets.pop() / GIB, color="crimson", lw=1.5)
+            title = f"{card} at n_ctx {n_ctx:,}: budget {bars[0][2] / GIB:.2f} GiB (red line)"
+        else:
+            for y, b in enumerate(bars):
+                ax.plot([b[2] / GIB] * 2, [y - 0.4, y + 0.4], color="crimson", lw=1.5)
+            title = f"{card} at n_ctx {n_ctx:,}: one bar per card, each card's budget a red mark"
+        ax.set_title(title, fontsize=10)
+        ax.tick_params(axis="y", labelsize=8)
+    axes[-1, 0].set_xlabel("memory on the card (GiB): weights, KV and state (theory), compute (llama.cpp dry run)")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=len(labels), bbox_to_anchor=(0.5, 0.965))
+    fig.suptitle(f"{name}: what fits on the card" + ("s" if any(getattr(r, "multi", False) for r in rows) else ""),
+                 y=1.0)
+    return _save(fig, out_dir, "budget")
+
+
+def speed_vs_depth(out_dir: Path, name: str, bench: list) -> list[Path]:
+    """Prefill and decode t/s against depth: one line per machine and context configuration."""
+    plt = _plt()
+    fig, (ax_pp, ax_tg) = plt.subplots(1, 2, figsize=(10, 4.4))
+    series: dict[tuple, dict[str, list]] = {}
+    for r in bench:
+        if not r.ok:
+            continue
+        p = r.params
+        key = (r.series, p.n_ctx, p.type_k, p.type_v, p.flash_attn)
+        s = series.setdefault(key, {"pp": [], "tg": []})
+        s[str(r.test.kind)].append((r.test.depth, r.avg_ts, r.stddev_ts))
+    several = len({k[0] for k in series}) > 1
+    for (machine, n_ctx, tk, tv, fa), s in sorted(series.items()):
+        label = (f"{machine}: " if several else "") + f"n_ctx {n_ctx:,}, {tk}/{tv}, fa {'on' if fa else 'off'}"
+        for ax, kind in ((ax_pp, "pp"), (ax_tg, "tg")):
+            pts = sorted(s[kind])
+            if pts:
+                ax.errorbar([q[0] for q in pts], [q[1] for q in pts], yerr=[q[2] for q in pts], marker="o",
+                            capsize=3, label=label)
+    for ax, title in ((ax_pp, "prefill (pp)"), (ax_tg, "decode (tg)")):
+        ax.set_xlabel("depth (tokens already in the context)")
+        ax.set_ylabel("tokens per second (measured)")
+        ax.set_title(title)
+        ax.set_ylim(bottom=0)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    twin = any(r.model.is_twin for r in bench)
+    machines = sorted({k[0] for k in series})
+    fig.suptitle(f"{name}: speed at depth" + (" (geometry twin)" if twin else "")
+                 + ("" if several or not machines else f", {machines[0]}"), fontsize=10)
+    return _save(fig, out_dir, "speed_vs_depth")
+
+
+def theory_vs_measured(out_dir: Path, name: str,
+                       components: list[tuple[str, float | None, float | None]]) -> list[Path]:
+    """Grouped bars per component: theory against what llama.cpp allocated (MiB)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    xs = range(len(components))
+    theory = [c[1] if c[1] is not None else 0 for c in components]
+    measured = [c[2] if c[2] is not None else 0 for c in components]
+    ax.bar([x - 0.2 for x in xs], theory, width=0.4, label="theory (from the GGUF)", color="#4c72b0")
+    ax.bar([x + 0.2 for x in xs], measured, width=0.4, label="llama.cpp allocated", color="#dd8452")
+    for x, (label, t, m) in zip(xs, components):
+        ax.annotate("no theory" if t is None else f"{t:.2f}", (x - 0.2, t or 0), ha="center", fontsize=7,
+                    xytext=(0, 2), textcoords="offset points")
+        if m is not None:
+            ax.annotate(f"{m:.2f}", (x + 0.2, m), ha="center", fontsize=7, xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(list(xs), [c[0] for c in components])
+    ax.set_ylabel("MiB")
+    ax.set_title(f"{name}: theory against llama.cpp's allocation")
+    ax.legend(fontsize=8)
+    return _save(fig, out_dir, "theory_vs_measured")
+
+
+def roofline(out_dir: Path, name: str, series: list[dict]) -> list[Path]:
+    """Measured decode t/s against depth, the calibrated speed model, its full-GQA counterfactual, and the MBU."""
+    plt = _plt()
+    fig, (ax, ax_mbu) = plt.subplots(1, 2, figsize=(10, 4.4), gridspec_kw={"width_ratios": [3, 2]})
+    single = len(series) == 1
+    for s in series:
+        prefix = "" if single else f"{s['label']}: "
+        pts = s["points"]
+        ax.plot([p["depth"] for p in pts], [p["measured"] for p in pts], "o", label=f"{prefix}measured")
+        line = s["line"]
+        ax.plot([p["depth"] for p in line], [p["predicted"] for p in line], "-", lw=1.5, label=f"{prefix}model")
+        ax.plot([p["depth"] for p in line], [p["full_gqa"] for p in line], "--", lw=1.2,
+                label=f"{prefix}the same model as full GQA")
+        ax_mbu.plot([p["depth"] for p in pts], [100 * (p["mbu"] or 0) for p in pts], "o-", label=s["label"])
+    ax.set_xlabel("depth (tokens in the context)")
+    ax.set_ylabel("decode tokens per second")
+    ax.set_title("decode speed: measured, modelled, full-GQA counterfactual", fontsize=10)
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=7)
+    ax_mbu.set_xlabel("depth")
+    ax_mbu.set_ylabel("memory bandwidth utilisation (%)")
+    ax_mbu.set_title("bytes per token x t/s / measured peak", fontsize=10)
+    ax_mbu.set_ylim(bottom=0)
+    fig.suptitle(f"{name}: decode speed against the bytes each token reads"
+                 + (f"\n{series[0]['label']}; model {series[0]['basis']}" if single else ""), fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.88))
+    return _save(fig, out_dir, "roofline")

@@ -1,0 +1,88 @@
+"""argparse options generated from the one schema: flags, defaults and help as declared there."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..core.errors import UsageError
+from .params import SCHEMA, OutputFormat
+from .sweep import parse_value
+from .values import INT_PARSERS
+
+
+class _ArgType:
+    """An argparse `type` that turns the schema's UsageError into argparse's one-line usage error."""
+
+    def __init__(self, name: str, listed: bool):
+        self.name, self.listed = name, listed
+        self.__name__ = name
+
+    def __call__(self, text: str):
+        try:
+            return parse_value(self.name, text, listed=self.listed)
+        except UsageError as exc:
+            message = str(exc).removeprefix(f"{self.name}: ")
+            raise argparse.ArgumentTypeError(message + (f" ({exc.hint})" if exc.hint else "")) from None
+
+
+class _Negated(_ArgType):
+    """`-nr 1` is `--repack 0`."""
+
+    def __call__(self, text: str):
+        value = super().__call__(text)
+        return tuple(not v for v in value) if self.listed else not value
+
+
+def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, lists: Iterable[str] = (),
+                  defaults: Mapping[str, Any] | None = None, helps: Mapping[str, str] | None = None,
+                  optional_model: str | None = None) -> None:
+    """argparse options for these schema names; `lists` take comma lists and ranges; per-command
+    `defaults` (never for n_ctx: it has one default) and `helps` override the schema's."""
+    lists, defaults, helps = set(lists), dict(defaults or {}), dict(helps or {})
+    if "n_ctx" in defaults:
+        raise ValueError("n_ctx has one default: settings.params.DEFAULT_N_CTX")
+    context = parser.add_argument_group("llama.cpp parameters (as llama-bench spells them)")
+    for name in names:
+        spec = SCHEMA[name]
+        listed = name in lists
+        default = defaults.get(name, spec.default)
+        if listed and default is not None and not isinstance(default, tuple):
+            default = (default,)
+        shown = spec.shown_default or (",".join(spec.show(v) for v in default) if isinstance(default, tuple)
+                                       else spec.show(default))
+        ranges = spec.parse in INT_PARSERS
+        help_text = helps.get(name, spec.help) + (
+            (", comma list or range" if ranges else ", comma list") if listed else "")
+        if default is not None and default != () and spec.action is None:
+            help_text += f" (default {shown})"
+        target = context if spec.context else parser
+        if name == "result_files":
+            target.add_argument("result_files", nargs="+", type=Path, metavar="RESULTS", help=help_text)
+            continue
+        if name == "model":
+            if optional_model is None:
+                target.add_argument("model", metavar="MODEL", help=help_text)
+            else:
+                target.add_argument("model", metavar="MODEL", nargs="?", default=optional_model,
+                                    help=help_text + f" (default {optional_model})")
+            continue
+        if spec.action == "store_true":
+            target.add_argument(*spec.flags, dest=name, action="store_true", default=default, help=help_text)
+            continue
+        if spec.negated:
+            target.add_argument(*spec.negated, dest=name, type=_Negated(name, listed), metavar="0|1",
+                                help=f"the inverse of {spec.flags[0]} (older llama-bench's spelling)")
+        if name == "output":
+            target.add_argument(*spec.flags, dest=name, type=_ArgType(name, False), default=default,
+                                metavar=spec.metavar, help=help_text)
+            target.add_argument("--json", dest=name, action="store_const", const=OutputFormat.JSON,
+                                help="same as -o json")
+            continue
+        if name == "compare":
+            target.add_argument(*spec.flags, dest=name, action="append", type=_ArgType(name, False), default=[],
+                                metavar=spec.metavar, help=help_text + " (repeatable)")
+            continue
+        target.add_argument(*spec.flags, dest=name, type=_ArgType(name, listed), default=default,
+                            metavar=spec.metavar or name.upper(), help=help_text)

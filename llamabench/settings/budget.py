@@ -1,0 +1,101 @@
+"""Memory budgets as the user writes them: one card, one machine's cards joined by +, a reserve per card.
+Pure: no file, no llama.cpp."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..core.errors import UsageError
+from ..core.units import GIB, MIB
+from .values import LLAMA_MAX_DEVICES
+
+_SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|tib|tb|g|m)?\s*$", re.IGNORECASE)
+_UNITS = {None: GIB, "gib": GIB, "g": GIB, "gb": 10**9, "mib": MIB, "m": MIB, "mb": 10**6, "tib": 1024 * GIB,
+          "tb": 10**12}
+MAX_SIZE = 1024**5  # a PiB: no card or machine is bigger
+
+
+@dataclass(frozen=True)
+class Card:
+    """One device of a machine: its memory, and where it is (a remote ggml-rpc-server, or None: this machine)."""
+
+    label: str
+    bytes: int
+    endpoint: str | None = None
+
+    @property
+    def remote(self) -> bool:
+        return self.endpoint is not None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A memory budget as the user wrote it (its label) and in bytes: one card, or one machine's cards
+    (`--vram 24GiB+12GiB`, remote hosts first as llama.cpp orders its devices), `bytes` their sum."""
+
+    label: str
+    bytes: int
+    cards: tuple[Card, ...] = ()  # () : one card of `bytes`
+
+    @property
+    def devices(self) -> tuple[Card, ...]:
+        return self.cards or (Card(self.label, self.bytes),)
+
+    @property
+    def multi(self) -> bool:
+        return len(self.devices) > 1
+
+
+def _size_value(text) -> tuple[str, float]:
+    m = _SIZE.match(str(text))
+    if not m:
+        raise UsageError(f"'{text}' is not a size (write e.g. 16GiB, 24, 512MiB; plain numbers are GiB)")
+    label = str(text).strip().replace(" ", "")
+    return ((label + "GiB" if re.fullmatch(r"[\d.]+", label) else label),
+            float(m[1]) * _UNITS[m[2].lower() if m[2] else None])
+
+
+def budget(text) -> Budget:
+    """A memory size: 16GiB, 24, 512MiB, 2GB (plain numbers are GiB); positive, at most a PiB. Sizes joined
+    by + are one machine's cards, in device order: 24GiB+12GiB."""
+    if isinstance(text, Budget):
+        return text
+    if "+" in str(text).strip().lstrip("+"):
+        pieces = str(text).split("+")
+        if any(not x.strip() for x in pieces):
+            raise UsageError(f"'{text}' is not a list of cards (write e.g. 24GiB+12GiB)")
+        if len(pieces) >= LLAMA_MAX_DEVICES:
+            raise UsageError(f"'{text}': llama.cpp takes at most {LLAMA_MAX_DEVICES - 1} devices")
+        cards = tuple(Card(b.label, b.bytes) for b in map(budget, pieces))
+        return Budget("+".join(c.label for c in cards), sum(c.bytes for c in cards), cards)
+    label, value = _size_value(text)
+    if value <= 0:
+        raise UsageError(f"'{text}' must be positive")
+    if value > MAX_SIZE:
+        raise UsageError(f"'{text}' is larger than any machine")
+    return Budget(label, int(value))
+
+
+def reserve(text) -> "int | tuple[int, ...]":
+    """The reserve: one size for every card, or one per card joined by + (512MiB+1GiB), in device order."""
+    if isinstance(text, (list, tuple)):
+        return tuple(size_or_zero(x) for x in text)
+    if "+" in str(text).strip().lstrip("+"):
+        pieces = str(text).split("+")
+        if any(not x.strip() for x in pieces):
+            raise UsageError(f"'{text}' is not a list of sizes (write e.g. 512MiB+1GiB)")
+        return tuple(size_or_zero(x) for x in pieces)
+    return size_or_zero(text)
+
+
+def size_or_zero(text) -> int:
+    """Bytes of a size that may be 0 (a reserve)."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise UsageError(f"{text} cannot be negative")
+        return text
+    label, value = _size_value(text)
+    if value < 0:
+        raise UsageError(f"'{text}' cannot be negative")
+    return 0 if value == 0 else budget(text).bytes

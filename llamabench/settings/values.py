@@ -1,0 +1,218 @@
+"""The parsers of the one schema: text (or an API value) in, a checked value out, or a UsageError written for
+the user. Pure: no file, no llama.cpp."""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from pathlib import Path
+
+from ..core import cache_types
+from ..core.errors import UsageError
+
+UINT32_MAX = 2**32 - 1  # n_ctx, n_batch, n_ubatch and n_seq_max are uint32 in llama_context_params
+LLAMA_MAX_SEQ = 256  # src/llama-cparams.h
+
+
+def _uint(text, low: int) -> int:
+    if isinstance(text, bool):
+        raise UsageError(f"{text!r} is not an integer")
+    try:
+        value = int(text) if isinstance(text, int) else int(str(text).strip())
+    except ValueError:
+        raise UsageError(f"'{text}' is not an integer") from None
+    if value < low:
+        raise UsageError(f"{value} must be at least {low}" if low else f"{value} cannot be negative")
+    if value > UINT32_MAX:
+        raise UsageError(f"{value} is larger than llama.cpp takes (a uint32: at most {UINT32_MAX})")
+    return value
+
+
+def positive_int(text) -> int:
+    return _uint(text, 1)
+
+
+def nonneg_int(text) -> int:
+    return _uint(text, 0)
+
+
+def tokens(text) -> int:
+    """A token count: 4096, 32k (x 1024). Used for n_ctx, depths, prompt and generation lengths."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return _uint(text, 0)
+    low = str(text).strip().lower()
+    try:
+        value = int(low.removesuffix("k")) * (1024 if low.endswith("k") else 1)
+    except ValueError:
+        raise UsageError(f"'{text}' is not a token count (write e.g. 4096 or 32k)") from None
+    return _uint(value, 0)
+
+
+def on_off(text) -> bool:
+    if isinstance(text, bool):
+        return text
+    key = str(text).strip().lower()
+    if key in ("on", "1", "true", "yes"):
+        return True
+    if key in ("off", "0", "false", "no"):
+        return False
+    raise UsageError(f"'{text}': expected on or off")
+
+
+def cache_type(text) -> str:
+    return cache_types.parse_cache_type(str(text))
+
+
+def cpu_mask(text) -> str:
+    """common/common.cpp parse_cpu_mask: hex digits, lowest bit = CPU 0, '0x' optional."""
+    mask = str(text).strip().lower()
+    if not re.fullmatch(r"(0x)?[0-9a-f]{1,128}", mask):
+        raise UsageError(f"'{text}' is not a hex CPU mask (e.g. 0x3)")
+    return mask if mask.startswith("0x") else "0x" + mask
+
+
+def priority(text) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        value = None
+    if value not in (-1, 0, 1, 2, 3):
+        raise UsageError(f"'{text}': thread priority is -1 (low), 0 (normal), 1, 2 or 3 (realtime)")
+    return value
+
+
+class Runtime(StrEnum):
+    """The program that creates the context."""
+
+    LLAMA_SERVER = "llama-server"  # what the printed command starts (Ollama and most front-ends start it too)
+    LLAMA_CPP_PYTHON = "llama-cpp-python"  # llama_cpp.Llama()
+
+
+def parse_runtime(text) -> Runtime:
+    try:
+        return Runtime(str(text).strip().lower())
+    except ValueError:
+        raise UsageError(f"'{text}' is not a runtime", hint="llama-server or llama-cpp-python") from None
+
+
+def int_at_least_minus_one(text) -> int:
+    """An integer where -1 means "no limit" (llama-server's --cache-ram)."""
+    if str(text).strip() == "-1":
+        return -1
+    return _uint(text, 0)
+
+
+LLAMA_MAX_DEVICES = 16  # llama_max_devices() of this build: the length of llama_model_params.tensor_split
+SPLIT_MODES = ("layer", "none")
+SPLIT_MODES_REFUSED = {
+    "row": "row split (weights cut by rows across the cards) is not modelled yet: use -sm layer",
+    "tensor": "tensor parallelism (EXPERIMENTAL in llama.cpp) is not modelled yet: use -sm layer",
+}
+
+
+def tensor_split(text) -> tuple[float, ...]:
+    """-ts as llama.cpp reads it: proportions separated by , or / (3,1 or 3/1); at least one above 0."""
+    if isinstance(text, (list, tuple)):
+        pieces = [str(x) for x in text]
+    else:
+        pieces = [x for x in re.split(r"[,/]+", str(text).strip()) if x.strip()]
+    if not pieces:
+        raise UsageError(f"'{text}' is not a tensor split (write e.g. 3,1)")
+    if len(pieces) >= LLAMA_MAX_DEVICES:
+        raise UsageError(f"{len(pieces)} proportions, but llama.cpp takes at most {LLAMA_MAX_DEVICES - 1} devices")
+    try:
+        values = tuple(float(x) for x in pieces)
+    except ValueError:
+        raise UsageError(f"'{text}' is not a tensor split (write proportions, e.g. 3,1)") from None
+    if any(not 0 <= v < 1e9 for v in values) or not any(values):
+        raise UsageError(f"'{text}': proportions are numbers from 0 up, at least one above 0")
+    return values
+
+
+def split_mode(text) -> str:
+    value = str(text).strip().lower()
+    if value in SPLIT_MODES_REFUSED:
+        raise UsageError(SPLIT_MODES_REFUSED[value])
+    if value not in SPLIT_MODES:
+        raise UsageError(f"'{text}' is not a split mode: layer, none (row and tensor are not modelled yet)")
+    return value
+
+
+_ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$")
+
+
+def endpoints(text) -> tuple[str, ...]:
+    """--rpc HOST:PORT[,HOST:PORT...]: ggml-rpc-server endpoints, in the order llama.cpp adds them."""
+    pieces = list(text) if isinstance(text, (list, tuple)) else [x.strip() for x in str(text).split(",")]
+    if not pieces or any(not x for x in pieces):
+        raise UsageError(f"'{text}' is not a list of HOST:PORT")
+    for piece in pieces:
+        m = _ENDPOINT.match(str(piece))
+        if not m or not 0 < int(m[2]) < 65536:
+            raise UsageError(f"'{piece}' is not HOST:PORT (e.g. 192.168.1.20:50052)")
+    if len(set(pieces)) != len(pieces):
+        raise UsageError(f"'{text}' names a host twice")
+    return tuple(str(x) for x in pieces)
+
+
+def rpc_endpoints(rpc) -> tuple[str, ...]:
+    """The RPC devices of a job: None, one "HOST:PORT", or a list of them (in device order)."""
+    if not rpc:
+        return ()
+    return (rpc,) if isinstance(rpc, str) else tuple(rpc)
+
+
+def nonneg_float(text) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"'{text}' is not a number") from None
+    if not 0 <= value < 1e9:
+        raise UsageError(f"{text} must be a number from 0 up")
+    return value
+
+
+def positive_float(text) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise UsageError(f"'{text}' is not a number") from None
+    if not 0 < value < 1e9:
+        raise UsageError(f"{text} must be a positive number")
+    return value
+
+
+def fraction(text) -> float:
+    """An efficiency: a share of a peak, above 0 and at most 1."""
+    value = positive_float(text)
+    if value > 1:
+        raise UsageError(f"{text} is a share of the peak: give a number above 0 and at most 1 (0.7 for 70%)")
+    return value
+
+
+def percent(text) -> int:
+    value = nonneg_int(text)
+    if value > 100:
+        raise UsageError(f"{text} must be from 0 to 100")
+    return value
+
+
+def file_or_url(text) -> str:
+    """A file path or URL that must not be empty (an empty --mmproj is a mistake, not 'none')."""
+    value = str(text)
+    if not value.strip():
+        raise UsageError("an empty path: give a file, a URL, or leave the option out")
+    if "\0" in value:
+        raise UsageError("a path with a NUL byte")
+    return value
+
+
+def text(value) -> str:
+    return str(value)
+
+
+def path(value) -> Path:
+    return Path(value)
+
+
+INT_PARSERS = (tokens, positive_int, nonneg_int, percent)  # the parsers whose list values take llama-bench's ranges

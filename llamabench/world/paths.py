@@ -1,0 +1,81 @@
+"""The one reader of llamabench's environment variables: where twins are cached, where reports go, which
+catalog, the HTTP deadline. Each is read when it is used, never at import, and a bad value is one
+UsageError naming the variable, not a traceback in every command.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import stat
+from pathlib import Path
+
+from ..core.errors import CatalogError, UsageError
+
+CACHE_ENV = "LLAMABENCH_CACHE_DIR"
+REPORTS_ENV = "LLAMABENCH_REPORTS_DIR"
+CATALOG_ENV = "LLAMABENCH_CATALOG"
+HTTP_TIMEOUT_ENV = "LLAMABENCH_HTTP_TIMEOUT"
+SHIM_ENV = "LLAMABENCH_SHIM_DIR"
+DEFAULT_HTTP_TIMEOUT_S = 120.0  # the whole header read: 30 MB of a big vocabulary over a slow link
+MAX_HTTP_TIMEOUT_S = 3600.0
+
+
+def _folder(name: str, default: Path) -> Path:
+    """A folder variable: unset means the default; set, it must name a folder (an empty value is an error,
+    not the working directory)."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    if not raw.strip():
+        raise UsageError(f"{name} is set but empty: unset it or give a folder")
+    if "\0" in raw:
+        raise UsageError(f"{name} holds a NUL byte: give a folder")
+    path = Path(raw)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{name}={raw}: not a folder")
+    return path
+
+
+def cache_dir() -> Path:
+    return _folder(CACHE_ENV, Path.home() / ".cache" / "llamabench")
+
+
+def shim_dir() -> Path:
+    """Where the memory-breakdown shim is compiled to (llama/breakdown.py), per libllama: the cache unless set."""
+    return _folder(SHIM_ENV, cache_dir() / "shim")
+
+
+def reports_dir() -> Path:
+    """Reports a run writes by default: outside the tracked example under reports/ (git ignores it)."""
+    return _folder(REPORTS_ENV, Path("reports") / "local")
+
+
+def catalog_override() -> Path | None:
+    """LLAMABENCH_CATALOG: a readable regular file (a folder or a FIFO would fail late or block), or None.
+    A CatalogError, so that work on a GGUF file goes on without the catalog (source._catalog_ids)."""
+    raw = os.environ.get(CATALOG_ENV)
+    if raw is None or raw == "":
+        return None
+    path = Path(raw)
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        raise CatalogError(f"{CATALOG_ENV}={raw}: cannot be read ({exc.strerror})") from None
+    if not stat.S_ISREG(mode):
+        raise CatalogError(f"{CATALOG_ENV}={raw}: not a regular file (give a models.toml)")
+    return path
+
+
+def http_timeout() -> float:
+    """LLAMABENCH_HTTP_TIMEOUT in seconds (default 120): the deadline of one remote header read, all requests."""
+    raw = os.environ.get(HTTP_TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_HTTP_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{HTTP_TIMEOUT_ENV}={raw[:40]!r} is not a number of seconds") from None
+    if not math.isfinite(value) or not 0 < value <= MAX_HTTP_TIMEOUT_S:
+        raise UsageError(f"{HTTP_TIMEOUT_ENV}={raw[:40]!r}: give seconds above 0, at most {MAX_HTTP_TIMEOUT_S:g}")
+    return value

@@ -1,0 +1,99 @@
+"""`llamabench fit` on twins: margins, the max-context search against real allocations, bad budgets."""
+
+from __future__ import annotations
+
+import pytest
+
+import llamabench as lb
+from llamabench.cli import main
+from llamabench.jobs.fit.advice import llama_server_command
+from llamabench.jobs.fit.search import PlacementKind
+from llamabench.jobs.twin.build import write_twin
+from llamabench.llama import engine
+from llamabench.llama.engine import NO_DEVICE
+from llamabench.llama.worker import run_child
+from llamabench.memory.allocations import Allocations
+from llamabench.settings.params import Params
+from llamabench.world import catalog
+
+pytestmark = pytest.mark.slow  # llama.cpp dry runs and real contexts
+
+MIB = 2**20
+
+
+@pytest.fixture(scope="module")
+def twin_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fit") / "qwen3-30b-a3b-twin.gguf"
+    write_twin(catalog.get_entry("qwen3-30b-a3b").metadata, path)
+    return path
+
+
+def test_fits_by_a_margin_and_misses_by_a_margin(twin_path):
+    # KV alone at 32768 f16 is 3 GiB for this geometry (98,304 B/token)
+    record = lb.fit(str(twin_path), vram="8GiB,2GiB", n_ctx=32768, type_k="f16", type_v="f16", n_gpu_layers=None)
+    result = record.fit  # n_gpu_layers=None: the default, a search
+    big = result.rows_for("8GiB", 32768)[0]
+    assert big.fits and big.parts.total < 8 * 2**30 - 3 * 2**30  # fits with more than 3 GiB to spare
+    assert big.parts.kv == 98304 * 32768
+    small = result.rows_for("2GiB", 32768)[0]
+    assert small.placement.kind is PlacementKind.ALL
+    assert not small.fits and small.short_by > 2**30  # misses: KV alone is over the budget
+    best = result.recommended("8GiB", 32768)
+    assert best.placement.kind is PlacementKind.ALL and "-c 32768" in llama_server_command(result, best)
+    assert result.recommended("2GiB", 32768).placement.kind is not PlacementKind.ALL  # only fewer layers fit
+    summary = record.to_dict()["summary"]["recommendations"]  # what `fit --json` gives a script
+    assert summary[0]["budget"] == "8GiB" and summary[0]["command"] == llama_server_command(result, best)
+    assert result.rows[summary[1]["row"]] == result.recommended("2GiB", 32768)
+
+
+def _allocated_bytes(path, settings: Params, rpc=None) -> int:
+    """What a real context allocates, all buffers, created in a child as every context is."""
+    events = []
+    run_child({"job": "create", "path": str(path), "params": settings.replace(repack=False, n_threads=1).to_dict(),
+               "rpc": rpc}, events.append)
+    alloc = Allocations.from_dict(next(e for e in events if e["event"] == "alloc")["allocations"])
+    return alloc.weights_bytes + alloc.kv_bytes + alloc.recurrent_bytes + alloc.compute_and_output_bytes
+
+
+def test_max_context_search_agrees_with_real_allocations(twin_path):
+    budget = 300 * MIB
+    # Llama() on a CPU build; on a GPU build llama-server -dev none (Llama() cannot leave the GPU out, and llama.cpp
+    # then keeps compute buffers for offloaded ops), one slot, nothing growing
+    gpu = bool(engine.gpu_devices())
+    runtime = dict(runtime="llama-server", n_seq=1, cache_ram=0, ctx_checkpoints=0) if gpu else dict(
+        runtime="llama-cpp-python")
+    record = lb.fit(str(twin_path), verify=True, cpu_only=True, ram="300MiB", n_ctx=2048, type_k="f16", type_v="f16",
+                    **runtime)
+    assert record.verify.ok, record.verify
+    row = record.rows[0]
+    found = row.max_n_ctx
+    assert found > 2048
+    rpc = [NO_DEVICE] if gpu else None
+    assert _allocated_bytes(twin_path, row.settings.replace(n_ctx=found), rpc) <= budget  # llama.cpp's own buffers
+    assert _allocated_bytes(twin_path, row.settings.replace(n_ctx=found + 256), rpc) > budget  # one step above is over
+
+
+def test_llama_server_prompt_cache_counts_in_a_cpu_only_budget(twin_path):
+    # --cpu-only: the card is system RAM, and llama-server's prompt cache (8 GiB by default) grows there too
+    server = lb.fit(str(twin_path), cpu_only=True, ram="2GiB", n_ctx=2048, type_k="f16", type_v="f16").rows[0]
+    assert not server.fits and server.host.prompt_cache == 8192 * MIB
+    small = lb.fit(str(twin_path), cpu_only=True, ram="2GiB", n_ctx=2048, type_k="f16", type_v="f16",
+                   cache_ram=0).rows[0]
+    assert small.fits and small.host.prompt_cache == 0
+
+
+def test_builtin_default_verdict_for_16_and_24_gb(capsys):
+    assert main(["fit", "qwen3-5-35b-a3b", "--emulate"]) == 0  # --emulate: 16/24 GiB even on a GPU build
+    out = capsys.readouterr().out
+    assert "16GiB (budget 16.00 GiB) at n_ctx 131072" in out and "24GiB (budget 24.00 GiB) at n_ctx 131072" in out
+    for label in ("weights", "KV", "recurrent", "compute", "reserve"):
+        assert f"  {label}" in out
+    assert "published Q4_K_M" in out and "dry run" in out and "512 MiB" in out
+    assert "--n-cpu-moe" in out  # 16 GB needs experts in RAM for 21 GB of weights
+
+
+def test_refused_cache_types_are_notes_not_a_crash(twin_path, capsys):
+    # q8_0 / q4_0 V need flash attention: said once each, and the f16 rows stand
+    assert main(["fit", str(twin_path), "--ctx", "4096", "-fa", "off", "--vram", "1GiB"]) == 0
+    out = capsys.readouterr().out
+    assert "note: q8_0/q8_0: a quantized V cache (q8_0) needs flash attention" in out and "f16/f16" in out

@@ -1,0 +1,110 @@
+"""The printed command, started for real: llama.cpp's own llama-server on an emulated card is the judge.
+
+`fit` sizes the context llama-server creates (slots, unified KV, the slots' outputs). Each case takes
+the llama-server line `fit` printed, starts it with `--rpc` on llama.cpp's ggml-rpc-server (a card on
+127.0.0.1), reads its allocation log (`-lv 4`) and sets it against the fit, device by device: weights,
+KV and recurrent state to llama.cpp's printed 0.01 MiB, compute to 3% or 5 MiB.
+The tools come from ../shared/tools/build_llama_tools.sh; without them the tests skip and say so.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import llamabench as lb
+from llamabench.jobs.fit.advice import llama_server_command, python_call
+from llamabench.jobs.source import resolve
+from llamabench.llama.server import rpc_server, run_printed_command, tools_dir
+from llamabench.memory.allocations import HOST, PRINTED_TOLERANCE_BYTES, compute_tolerance, parse_allocations
+
+MIB = 2**20
+TOOLS = tools_dir()
+pytestmark = pytest.mark.slow
+needs_tools = pytest.mark.skipif(
+    TOOLS is None, reason="llama.cpp's llama-server and ggml-rpc-server are not built: run "
+    "../shared/tools/build_llama_tools.sh (or set LLAMABENCH_LLAMA_TOOLS to their bin folder)")
+
+
+def compute_close(predicted: int, allocated: int) -> bool:
+    return abs(allocated - predicted) <= compute_tolerance(predicted)
+
+
+def started(path: str, n_ctx: int, **fit_options):
+    """Fit one placement, start its printed llama-server line on an emulated card; (row, card, host, run)."""
+    # sized on an emulated card even on a GPU build: the judge below is llama-server on one
+    record = lb.fit(path, n_ctx=n_ctx, vram="64GiB", type_k="f16", type_v="f16", emulate=True, **fit_options)
+    row = record.fit.rows[0]
+    command = llama_server_command(record.fit, row)
+    with rpc_server(TOOLS) as endpoint:
+        run = run_printed_command(command, TOOLS, rpc=[endpoint], extra=("-nr",))  # -nr: this CPU's AMX faults
+    assert run.ready, f"llama-server did not start: {run.log[-2000:]}"
+    alloc = run.allocations
+    assert len(alloc.card_names) == 1, alloc.card_names
+    return row, alloc.device(alloc.card_names[0]), alloc.device(HOST), run
+
+
+def assert_matches(row, card, host) -> None:
+    for name, predicted, allocated in (("weights", row.parts.weights, card.weights), ("KV", row.parts.kv, card.kv),
+                                       ("recurrent", row.parts.recurrent, card.recurrent),
+                                       ("host weights", row.host.weights, host.weights),
+                                       ("host KV", row.host.kv, host.kv),
+                                       ("host recurrent", row.host.recurrent, host.recurrent)):
+        assert abs(allocated - predicted) <= PRINTED_TOLERANCE_BYTES, \
+            f"{name}: fit {predicted / MIB:.2f} MiB, llama-server {allocated / MIB:.2f} MiB"
+    assert compute_close(row.parts.compute, card.compute), (row.parts.compute / MIB, card.compute / MIB)
+    assert compute_close(row.host.compute, host.compute), (row.host.compute / MIB, host.compute / MIB)
+
+
+@needs_tools
+@pytest.mark.parametrize("n_ctx, ngl", [(32768, None), (8192, 5)])
+def test_gemma_as_llama_server_allocates_it(gemma, n_ctx, ngl):
+    row, card, host, run = started(str(gemma), n_ctx, **({"n_gpu_layers": [ngl]} if ngl else {}))
+    assert "n_slots = 4" in run.log and "kv_unified = 'true'" in run.log  # -np 4 -kvu: its auto default
+    assert_matches(row, card, host)
+    if ngl is None:  # the numbers of the issue: 133.50 MiB KV (SWA 2,560 cells), 51.02 MiB compute
+        assert round((card.kv + host.kv) / MIB, 2) == 133.50 and "2560 cells" in run.log
+        assert round(card.compute / MIB, 2) == pytest.approx(51.02, abs=0.01)
+
+
+@needs_tools
+@pytest.mark.parametrize("n_seq", [1, 4])
+def test_slots_given_with_np(gemma, n_seq):
+    row, card, host, run = started(str(gemma), 8192, n_seq=n_seq)
+    assert f"n_slots = {n_seq}" in run.log and "kv_unified = 'false'" in run.log
+    assert row.settings.n_seq == n_seq and not row.settings.kv_unified
+    assert_matches(row, card, host)
+
+
+@needs_tools
+def test_qwen35_twin_at_128k_holds_four_sequences_of_recurrent_state():
+    path = str(resolve("qwen3-5-35b-a3b").gguf_for_llama())
+    row, card, host, _ = started(path, 131072)
+    assert round(row.parts.kv / MIB, 2) == 2560.00 and round(row.parts.recurrent / MIB, 2) == 251.25
+    assert_matches(row, card, host)
+    assert row.host.checkpoints > 0  # recurrent: llama-server checkpoints each slot's state in RAM
+
+
+@needs_tools
+def test_gpt_oss_twin_swa_with_sinks_split_across_card_and_host():
+    path = str(resolve("gpt-oss-20b").gguf_for_llama())
+    row, card, host, _ = started(path, 32768, n_gpu_layers=[9], n_seq=1)
+    assert row.host.kv > 0 and row.parts.kv > 0
+    assert_matches(row, card, host)
+
+
+def test_the_printed_llama_call_allocates_what_fit_sized(gemma):
+    """--runtime llama-cpp-python: the printed Llama() call, run in a fresh interpreter, creates the context the
+    fit sized (one sequence, n_batch 512, outputs for a whole batch): KV to the byte, compute to 3% or 5 MiB."""
+    record = lb.fit(str(gemma), n_ctx=8192, ram="8GiB", cpu_only=True, runtime="llama-cpp-python",
+                    type_k="f16", type_v="f16")
+    row = record.fit.rows[0]
+    call = python_call(record.fit, row)
+    done = subprocess.run([sys.executable, "-c", f"import llama_cpp\nllm = {call}\n"], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    alloc = parse_allocations(done.stderr)  # Llama(verbose=True) logs llama.cpp's lines to stderr
+    assert alloc.kv_bytes == row.parts.kv and round(row.parts.kv / MIB, 2) == 39.00  # 1 sequence: SWA 1,024 cells
+    assert compute_close(row.parts.compute, alloc.compute_and_output_bytes)
