@@ -6,13 +6,16 @@ loads this module and the commands' one-line table, not llama.cpp's binding, ggu
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
+import re
 import sys
 
 from .commands import SUMMARY
-from .core.errors import LlamabenchError
+from .core.errors import LlamabenchError, UsageError
 from .core.safe_text import escaped
+from .settings.model_arg import settle_model
 from .world.versions import __version__
 
 COMMANDS = tuple(SUMMARY)
@@ -24,10 +27,26 @@ def command_module(name: str):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line (and exit code 2), not a usage block."""
+    """Usage errors as one line (and exit code 2), not a usage block; no abbreviated options (`-m` is not `-mg`);
+    a misspelt option or command gets a "did you mean"."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
-        self.exit(2, f"llamabench: error: {self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"llamabench: error: {self.prog}: {message}{self._suggestion(message)} (see {self.prog} --help)\n")
+
+    def _suggestion(self, message: str) -> str:
+        words = re.findall(r"(?:unrecognized arguments|invalid choice): '?([^\s']+)", message)
+        if not words:
+            return ""
+        known = [s for a in self._actions for s in a.option_strings]
+        for a in self._actions:  # the commands, and the options of the one that was built in full
+            if isinstance(a, argparse._SubParsersAction):
+                known += list(a.choices) + [s for p in a.choices.values() for b in p._actions for s in b.option_strings]
+        close = difflib.get_close_matches(words[0], known, n=1, cutoff=0.6)
+        return f"; did you mean {close[0]}?" if close else ""
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -58,7 +77,12 @@ def chosen_command(argv: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
-        args = build_parser(only=chosen_command(argv)).parse_args(argv)
+        parser = build_parser(only=chosen_command(argv))
+        args = parser.parse_args(argv)
+        try:
+            settle_model(args)
+        except UsageError as exc:
+            parser.error(f"{args.command}: {exc}")
         code = args.run(args)
         sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers, not at exit
         return code

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..core import cache_types
 from ..core.errors import UsageError
+from ..core.suggest import closest
 from ..model.layout import LayerKind, ModelGeometry
 from ..model.weights import WeightsBreakdown, breakdown
 from ..settings.params import Params
@@ -174,7 +175,9 @@ def card(card_id: str) -> Card:
     for c in CARDS:
         if c.id == card_id:
             return c
-    raise UsageError(f"unknown card '{card_id}'", hint="cards: " + ", ".join(c.id for c in CARDS))
+    close = closest(card_id, [c.id for c in CARDS])
+    raise UsageError(f"unknown card '{card_id}'" + (f"; did you mean {close}?" if close else ""),
+                     hint="cards: " + ", ".join(c.id for c in CARDS))
 
 
 def model_for_card(c: Card, *, bandwidth_efficiency: float = BANDWIDTH_EFFICIENCY,

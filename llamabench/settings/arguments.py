@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..core.errors import UsageError
+from .model_arg import OnceModel
 from .params import SCHEMA, OutputFormat
 from .sweep import parse_value
 from .values import INT_PARSERS
@@ -62,11 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
             target.add_argument("result_files", nargs="+", type=Path, metavar="RESULTS", help=help_text)
             continue
         if name == "model":
-            if optional_model is None:
-                target.add_argument("model", metavar="MODEL", help=help_text)
-            else:
-                target.add_argument("model", metavar="MODEL", nargs="?", default=optional_model,
-                                    help=help_text + f" (default {optional_model})")
+            shown = help_text + (f" (default {optional_model})" if optional_model is not None else "")
+            # the positional sets nothing when left out (SUPPRESS), so -m before or after it is never overwritten
+            target.add_argument("model", metavar="MODEL", nargs="?", default=argparse.SUPPRESS, action=OnceModel,
+                                help=shown)
+            target.add_argument(*spec.flags, dest="model", metavar="MODEL", action=OnceModel,
+                                help="the same as MODEL, as llama.cpp's tools spell it")
+            parser.set_defaults(model=optional_model)  # where OnceModel finds it: a default is not a second model
             continue
         if spec.action == "store_true":
             target.add_argument(*spec.flags, dest=name, action="store_true", default=default, help=help_text)

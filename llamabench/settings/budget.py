@@ -11,8 +11,11 @@ from ..core.units import GIB, MIB
 from .values import LLAMA_MAX_DEVICES
 
 _SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|tib|tb|g|m)?\s*$", re.IGNORECASE)
-_UNITS = {None: GIB, "gib": GIB, "g": GIB, "gb": 10**9, "mib": MIB, "m": MIB, "mb": 10**6, "tib": 1024 * GIB,
-          "tb": 10**12}
+# GB, MB and TB are read as GiB, MiB and TiB: a "24 GB" card (3090, 4090) holds 24 GiB, as its maker and
+# nvidia-smi count it, and RAM is sold the same way; taking 24 x 10^9 would size a 22.35 GiB card
+_UNITS = {None: GIB, "gib": GIB, "g": GIB, "gb": GIB, "mib": MIB, "m": MIB, "mb": MIB, "tib": 1024 * GIB,
+          "tb": 1024 * GIB}
+_BINARY = {"gb": "GiB", "g": "GiB", "mb": "MiB", "m": "MiB", "tb": "TiB"}  # the label shows how a size was read
 MAX_SIZE = 1024**5  # a PiB: no card or machine is bigger
 
 
@@ -51,13 +54,17 @@ def _size_value(text) -> tuple[str, float]:
     m = _SIZE.match(str(text))
     if not m:
         raise UsageError(f"'{text}' is not a size (write e.g. 16GiB, 24, 512MiB; plain numbers are GiB)")
+    unit = m[2].lower() if m[2] else None
     label = str(text).strip().replace(" ", "")
-    return ((label + "GiB" if re.fullmatch(r"[\d.]+", label) else label),
-            float(m[1]) * _UNITS[m[2].lower() if m[2] else None])
+    if unit is None:
+        label += "GiB"
+    elif unit in _BINARY:
+        label = label[: len(label) - len(unit)] + _BINARY[unit]
+    return label, float(m[1]) * _UNITS[unit]
 
 
 def budget(text) -> Budget:
-    """A memory size: 16GiB, 24, 512MiB, 2GB (plain numbers are GiB); positive, at most a PiB. Sizes joined
+    """A memory size: 16GiB, 24, 512MiB, 2GB (plain numbers are GiB, GB is GiB); positive, at most a PiB. Sizes joined
     by + are one machine's cards, in device order: 24GiB+12GiB."""
     if isinstance(text, Budget):
         return text

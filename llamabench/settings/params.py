@@ -26,6 +26,7 @@ from .values import (
     cpu_mask,
     endpoints,
     file_or_url,
+    flash_attn,
     fraction,
     int_at_least_minus_one,
     nonneg_float,
@@ -72,7 +73,7 @@ class Param:
 
     def show(self, value) -> str:
         if isinstance(value, bool):
-            return "on" if value else "off" if self.parse is on_off else str(int(value))
+            return "on" if value else "off" if self.parse in (on_off, flash_attn) else str(int(value))
         if isinstance(value, Budget):
             return value.label
         if self.parse is tensor_split:
@@ -98,7 +99,8 @@ class Params:
                          "K cache type: " + ", ".join(cache_types.CACHE_TYPES))
     type_v: str = option(["-ctv", "--cache-type-v", "--type-v"], cache_type, "f16",
                          "V cache type (a quantized V needs flash attention)")
-    flash_attn: bool = option(["-fa", "--flash-attn"], on_off, True, "flash attention: on|off")
+    flash_attn: bool = option(["-fa", "--flash-attn"], flash_attn, True,
+                              "flash attention: on|off|auto (auto, llama-server's default, is sized as on)")
     n_seq: int = option(["-np", "--n-seq", "--parallel"], positive_int, 1,
                         "n_seq_max: sequences (llama-server's slots)")  # n_seq_max
     kv_unified: bool = option(["-kvu", "--kv-unified"], on_off, False, "one KV stream shared by all sequences",
@@ -164,15 +166,16 @@ def _p(name, flags, parse, default, help, **kw) -> Param:
 
 
 _OPTIONS = (
-    _p("model", [], text, None, "a GGUF file (local, https:// or hf://) or a catalog id from models.toml "
-       "(a catalog id runs llama.cpp on its geometry twin)", metavar="MODEL"),
+    _p("model", ["-m", "--model"], text, None, "a GGUF file (local, https:// or hf://) or a catalog id from "
+       "models.toml (a catalog id runs llama.cpp on its geometry twin)", metavar="MODEL"),
     _p("output", ["-o", "--output"], OutputFormat, OutputFormat.TEXT, "output format: text, md, csv, json, jsonl",
        metavar="FORMAT"),
     _p("results", ["--results"], path, None, "append the records to this JSON Lines results file", metavar="FILE"),
     _p("out", ["--out"], path, None, "the file to write", metavar="FILE"),
     _p("out_dir", ["--out-dir"], path, None, "the folder to write (default reports/local/<label>/)", metavar="DIR"),
     _p("vram", ["--vram"], budget, (Budget("16GiB", 16 * GIB), Budget("24GiB", 24 * GIB)),
-       "card sizes, comma list of alternatives; + joins one machine's cards (24GiB+12GiB); plain numbers are GiB"),
+       "card sizes, comma list of alternatives; + joins one machine's cards (24GiB+12GiB); plain numbers are GiB, "
+       "and GB means GiB (a 24 GB card holds 24 GiB)"),
     _p("reserve", ["--reserve"], reserve, 512 * MIB, "kept free on each card for the driver and display; one per "
        "card joined by + (512MiB+1GiB)", shown_default="512MiB"),
     _p("rpc", ["--rpc"], endpoints, (), "remote hosts: ggml-rpc-server HOST:PORT, comma list (llama.cpp's --rpc); "

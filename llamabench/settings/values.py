@@ -37,14 +37,15 @@ def nonneg_int(text) -> int:
 
 
 def tokens(text) -> int:
-    """A token count: 4096, 32k (x 1024). Used for n_ctx, depths, prompt and generation lengths."""
+    """A token count: 4096, 32k (x 1024), 1M (x 1024^2). Used for n_ctx, depths, prompt and generation lengths."""
     if isinstance(text, int) and not isinstance(text, bool):
         return _uint(text, 0)
     low = str(text).strip().lower()
+    scale = {"k": 1024, "m": 1024**2}.get(low[-1:], 1)
     try:
-        value = int(low.removesuffix("k")) * (1024 if low.endswith("k") else 1)
+        value = int(low[:-1] if scale > 1 else low) * scale
     except ValueError:
-        raise UsageError(f"'{text}' is not a token count (write e.g. 4096 or 32k)") from None
+        raise UsageError(f"'{text}' is not a token count (write e.g. 4096, 32k or 1M)") from None
     return _uint(value, 0)
 
 
@@ -57,6 +58,18 @@ def on_off(text) -> bool:
     if key in ("off", "0", "false", "no"):
         return False
     raise UsageError(f"'{text}': expected on or off")
+
+
+def flash_attn(text) -> bool:
+    """-fa on|off|auto. auto is llama-server's default: it turns flash attention on where the backend runs it,
+    which every backend llamabench sizes (CPU, CUDA, Vulkan, Metal) does (common/arg.cpp `--flash-attn`,
+    src/llama-context.cpp `LLAMA_FLASH_ATTN_TYPE_AUTO`); it is sized as on."""
+    if str(text).strip().lower() == "auto":
+        return True
+    try:
+        return on_off(text)
+    except UsageError:
+        raise UsageError(f"'{text}': expected on, off or auto") from None
 
 
 def cache_type(text) -> str:

@@ -9,6 +9,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from ..core.errors import CatalogError
+from ..core.suggest import closest
 from ..model.metadata import CatalogEntry, ModelMetadata, PublishedQuant
 from .paths import catalog_override
 
@@ -145,7 +146,10 @@ def get_entry(model_id: str, path: str | os.PathLike | None = None) -> CatalogEn
     for entry in entries:
         if entry.id == model_id:
             return entry
+    ids = [e.id for e in entries]
+    close = closest(model_id, ids)
     raise CatalogError(
-        f"'{model_id}' is neither a GGUF file nor a catalog id",
-        hint="catalog ids: " + ", ".join(e.id for e in entries),
+        f"'{model_id}' is neither a GGUF file nor a catalog id" + (f"; did you mean {close}?" if close else ""),
+        hint="catalog ids: " + ", ".join(ids),
     )
+

@@ -1,0 +1,92 @@
+"""What a llama.cpp user types first (issue 32's traps), each with the answer it must get."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamabench.cli import main
+from llamabench.core.suggest import closest
+from llamabench.core.units import GIB, MIB
+from llamabench.settings.budget import budget, reserve
+from llamabench.settings.values import flash_attn, tokens
+
+CASES = [
+    ("24GB", 24 * GIB, "24GiB"),  # a "24 GB" card holds 24 GiB: 24e9 would size 22.35 GiB and change the answer
+    ("24", 24 * GIB, "24GiB"),  # plain numbers are GiB
+    ("16GiB", 16 * GIB, "16GiB"),  # written as the binary unit: unchanged
+    ("512MB", 512 * MIB, "512MiB"),  # MB is MiB, as for cards
+    ("24GB+12GB", 36 * GIB, "24GiB+12GiB"),  # one machine's cards: each read the same way
+]
+
+
+@pytest.mark.parametrize("text, n_bytes, label", CASES)
+def test_a_card_in_gb_is_gib_and_the_label_says_so(text, n_bytes, label):
+    b = budget(text)
+    assert (b.bytes, b.label) == (n_bytes, label)
+
+
+def test_a_reserve_in_mb_is_mib():
+    assert reserve("512MB") == 512 * MIB
+
+
+@pytest.mark.parametrize("text, value", [("1M", 1024**2), ("128k", 131072), ("32K", 32768), ("4096", 4096)])
+def test_context_lengths_as_llama_cpp_users_write_them(text, value):
+    assert tokens(text) == value
+
+
+def test_flash_attention_auto_is_llama_servers_default_and_sized_as_on():
+    assert flash_attn("auto") is True and flash_attn("off") is False
+
+
+def run(capsys, argv):
+    code = main(argv)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_dash_m_is_the_model_not_an_abbreviation_of_main_gpu(capsys, tmp_path):
+    missing = tmp_path / "model.gguf"
+    code, _, err = run(capsys, ["bench", "-m", str(missing), "--dry-run"])
+    assert code != 0 and "main-gpu" not in err and "not an integer" not in err and "model.gguf" in err
+
+
+def test_the_model_given_twice_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["inspect", "a.gguf", "-m", "b.gguf"])
+    assert exc.value.code == 2
+    assert "two models" in capsys.readouterr().err
+
+
+def test_an_abbreviated_option_is_not_taken(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "qwen3-5-35b-a3b", "--vra", "24"])  # argparse's abbreviations would read --vram
+    assert "unrecognized arguments: --vra" in capsys.readouterr().err
+
+
+def test_a_misspelt_option_gets_a_did_you_mean(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "qwen3-5-35b-a3b", "--vrma", "24"])
+    assert "did you mean --vram?" in capsys.readouterr().err
+
+
+def test_a_misspelt_command_gets_a_did_you_mean(capsys):
+    with pytest.raises(SystemExit):
+        main(["fti", "qwen3-5-35b-a3b"])
+    assert "did you mean fit?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("word, known, meant", [
+    ("qwen3.5-35b-a3b", ["qwen3-5-35b-a3b", "qwen3-30b-a3b"], "qwen3-5-35b-a3b"),  # a dot where the id has a dash
+    ("4090", ["rtx-3090", "rtx-4090", "rtx-5090"], "rtx-4090"),  # the card's number alone
+    ("gema-3-27b", ["gemma-3-27b", "gpt-oss-20b"], "gemma-3-27b"),  # a typo
+    ("nothing-like-it", ["gemma-3-27b", "gpt-oss-20b"], None),  # no guess where nothing is close
+])
+def test_closest_names(word, known, meant):
+    assert closest(word, known) == meant
+
+
+def test_a_misspelt_catalog_id_and_card_get_a_did_you_mean(capsys):
+    code, _, err = run(capsys, ["inspect", "qwen3.5-35b-a3b"])
+    assert code == 1 and "did you mean qwen3-5-35b-a3b?" in err
+    code, _, err = run(capsys, ["roofline", "qwen3-5-35b-a3b", "--card", "4090"])
+    assert code != 0 and "did you mean rtx-4090?" in err
