@@ -35,7 +35,9 @@ OPTIONS = ("rpc", "results", "resume", "dry_run")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_arguments(parser, ("model", *api.BENCH_PARAMS, *TESTS, *OPTIONS, "output"),
                             lists=(*api.BENCH_LISTS, "n_prompt", "n_gen", "n_depth"),
-                            defaults={"output": OutputFormat.MD})
+                            defaults={"output": OutputFormat.MD, "n_ctx": None},
+                            helps={"n_ctx": "context length n_ctx: 4096 or 32k (default: the deepest depth + prompt + "
+                                            "generated tokens, as llama-bench sizes its contexts)"})
 
 
 def run(args: argparse.Namespace) -> int:

@@ -40,10 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
                   defaults: Mapping[str, Any] | None = None, helps: Mapping[str, str] | None = None,
                   optional_model: str | None = None) -> None:
     """argparse options for these schema names; `lists` take comma lists and ranges; per-command
-    `defaults` (never for n_ctx: it has one default) and `helps` override the schema's."""
+    `defaults` (for n_ctx only None: a context that follows the tests, as bench's) and `helps` override the
+    schema's."""
     lists, defaults, helps = set(lists), dict(defaults or {}), dict(helps or {})
-    if "n_ctx" in defaults:
-        raise ValueError("n_ctx has one default: settings.params.DEFAULT_N_CTX")
+    if defaults.get("n_ctx", None) is not None:
+        raise ValueError("n_ctx has one default: settings.params.DEFAULT_N_CTX (or None: sized to the tests)")
     context = parser.add_argument_group("llama.cpp parameters (as llama-bench spells them)")
     for name in names:
         spec = SCHEMA[name]

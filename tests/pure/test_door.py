@@ -90,3 +90,15 @@ def test_a_misspelt_catalog_id_and_card_get_a_did_you_mean(capsys):
     assert code == 1 and "did you mean qwen3-5-35b-a3b?" in err
     code, _, err = run(capsys, ["roofline", "qwen3-5-35b-a3b", "--card", "4090"])
     assert code != 0 and "did you mean rtx-4090?" in err
+
+
+def test_bench_sizes_its_context_from_the_tests_as_llama_bench():
+    import llamabench as lb
+    plan = lb.bench("qwen3-30b-a3b", n_prompt=256, n_gen=32, n_depth="0,2048", dry_run=True)
+    assert [p.n_ctx for p in plan.configurations] == [2048 + 256 + 32]  # not 131072 for a model trained to 40k
+
+
+def test_a_depth_past_the_context_is_refused_before_anything_runs():
+    import llamabench as lb
+    with pytest.raises(lb.UsageError, match="pp512 @ d4096 needs a context of at least 4,608 tokens"):
+        lb.bench("qwen3-30b-a3b", n_ctx=2048, n_depth=4096, dry_run=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import UsageError
+from ...memory.footprint import pad
 from ...settings.bench_tests import BenchTest, bench_tests
 from ...settings.params import SCHEMA, Params
 from ...settings.sweep import expand, parse_value
@@ -34,22 +35,37 @@ class BenchPlan:
     hosts: tuple[str, ...] = ()  # --rpc: ggml-rpc-servers, in front of this build's GPUs
 
 
+def check_room(configurations, tests) -> None:
+    """Every test fits in every context: its depth plus its tokens within n_ctx (as llama.cpp pads it to 256)."""
+    deepest = max(tests, key=lambda t: t.depth + t.n_tokens)
+    need = deepest.depth + deepest.n_tokens
+    small = [p.n_ctx for p in configurations if pad(p.n_ctx) < need]
+    if small:
+        raise UsageError(f"{deepest.name} needs a context of at least {need:,} tokens (depth {deepest.depth:,} + "
+                         f"{deepest.n_tokens:,}); -c {min(small):,} is too small",
+                         hint=f"raise -c to {need:,}, or leave -c out to size it from the tests")
+
+
 def plan_bench(model: str, params: dict[str, Any], *, n_prompt=None, n_gen=None, n_depth=None, repetitions=None,
                results=None, rpc=None) -> BenchPlan:
     """`lb.bench`'s arguments checked and expanded (`params`: the schema's, by name); results=None:
     reports/local/<label>/bench.jsonl."""
+    follows_tests = params.get("n_ctx") in (None, (), [])
     values = call_values(params, BENCH_PARAMS, BENCH_LISTS)
     hosts = parse_value("rpc", rpc, listed=False) if rpc not in (None, "", ()) else ()
     tests_values = call_values({"n_prompt": n_prompt, "n_gen": n_gen, "n_depth": n_depth}, BENCH_TESTS, BENCH_TESTS)
     reps = (parse_value("repetitions", repetitions, listed=False) if repetitions is not None
             else SCHEMA["repetitions"].default)
     values["n_threads"] = tuple(dict.fromkeys(n or sysinfo.physical_cores() for n in values["n_threads"]))  # 0: cores
-    configurations = expand(values)
-    if any(p.n_ctx == 0 for p in configurations):
-        raise UsageError("n_ctx 0 is not allowed in a sweep: give the context length")
     tests = bench_tests(tests_values["n_prompt"], tests_values["n_gen"], tests_values["n_depth"])
     if not tests:
         raise UsageError("nothing to measure: -p and -n are both 0")
+    if follows_tests:  # llama-bench: n_ctx = n_prompt + n_gen + n_depth
+        values["n_ctx"] = (max(t.depth for t in tests) + max(tests_values["n_prompt"]) + max(tests_values["n_gen"]),)
+    configurations = expand(values)
+    if any(p.n_ctx == 0 for p in configurations):
+        raise UsageError("n_ctx 0 is not allowed in a sweep: give the context length")
+    check_room(configurations, tests)
     source = resolve(model)
     if source.url:
         raise UsageError(f"bench runs the model itself: download {source.url} (llamabench read only its header) and "
