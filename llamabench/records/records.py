@@ -173,6 +173,27 @@ class FitRecord(Record):
     def rows(self):
         return self.fit.rows
 
+    # a row's `settings` hold the context; its placement says where the layers go. The stored form gives each row
+    # the llama.cpp parameters it runs with (-ngl, --n-cpu-moe, -ts from the placement) so that a script reads
+    # them where llama.cpp's names say, and reading it back keeps the context alone.
+    PLACED = ("n_gpu_layers", "n_cpu_moe", "tensor_split")
+
+    def to_dict(self) -> dict:
+        data = super().to_dict()
+        for row, stored in zip(self.fit.rows, data["fit"]["rows"]):
+            placed = row.placement.params(row.settings, self.fit.n_layer_all)
+            stored["settings"].update({name: serial.to_dict(placed)[name] for name in self.PLACED})
+            stored["max_n_ctx"] = row.max_n_ctx or None  # null: no context fits (0 would read as -c 0, trained)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        rows = data.get("fit", {}).get("rows") if isinstance(data.get("fit"), dict) else None
+        if isinstance(rows, list):
+            defaults = {name: serial.to_dict(Params())[name] for name in cls.PLACED}
+            data = {**data, "fit": {**data["fit"], "rows": [_stored_row(r, defaults) for r in rows]}}
+        return super().from_dict(data)
+
     def inconsistency(self) -> str | None:
         fit = self.fit
         missing = [name for name, values in (("rows", fit.rows), ("budgets", fit.budgets), ("contexts", fit.contexts))
@@ -189,15 +210,34 @@ class FitRecord(Record):
         for budget in self.fit.budgets:
             for n_ctx in self.fit.contexts:
                 best = self.fit.recommended(budget.label, n_ctx)
+                placed = best.placement.params(best.settings, self.fit.n_layer_all) if best else None
                 recommendations.append({
                     "budget": budget.label, "n_ctx": n_ctx, "fits": best is not None,
                     "row": self.fit.rows.index(best) if best else None,
+                    "type_k": placed.type_k if best else None, "type_v": placed.type_v if best else None,
+                    "n_gpu_layers": placed.n_gpu_layers if best else None,
+                    "n_cpu_moe": placed.n_cpu_moe if best else None,
+                    "max_n_ctx": (best.max_n_ctx or None) if best else None,
+                    "max_n_ctx_is_trained": bool(best and best.max_n_ctx
+                                                 and best.max_n_ctx >= (self.fit.n_ctx_train or 0) > 0),
                     "total_bytes": best.parts.total if best else None,
                     "host_bytes": best.host.total if best else None,
                     "devices": _devices(best) if best else None,
                     "runtime": str(self.fit.runtime.runtime),
                     "command": run_line(self.fit, best) if best else None})
         return {"ok": self.ok, "recommendations": recommendations}
+
+
+def _stored_row(row, placed_defaults: dict):
+    """A fit row as stored, back to the dataclass's form: the context's settings, max_n_ctx 0 for none."""
+    if not isinstance(row, dict):
+        return row
+    out = dict(row)
+    if isinstance(row.get("settings"), dict):
+        out["settings"] = {**row["settings"], **placed_defaults}
+    if "max_n_ctx" in row and row["max_n_ctx"] is None:
+        out["max_n_ctx"] = 0
+    return out
 
 
 def _devices(row) -> list[dict]:

@@ -102,3 +102,24 @@ def test_a_depth_past_the_context_is_refused_before_anything_runs():
     import llamabench as lb
     with pytest.raises(lb.UsageError, match="pp512 @ d4096 needs a context of at least 4,608 tokens"):
         lb.bench("qwen3-30b-a3b", n_ctx=2048, n_depth=4096, dry_run=True)
+
+
+def test_fit_json_rows_carry_their_placement_and_null_for_no_context():
+    from llamabench.core.units import GIB as _GIB
+    from llamabench.jobs.fit.search import PlacementKind
+    from llamabench.records.records import FitRecord
+    from tests.pure.test_records import MODEL
+    from tests.pure.test_render import fit_result
+
+    result = fit_result(int(1.2 * _GIB))
+    record = FitRecord(model=MODEL, fit=result)
+    data = record.to_dict()
+    for row, stored in zip(result.rows, data["fit"]["rows"]):
+        placed = row.placement.params(row.settings, result.n_layer_all)
+        assert stored["settings"]["n_gpu_layers"] == placed.n_gpu_layers  # was 0 on every row
+        assert stored["settings"]["n_cpu_moe"] == placed.n_cpu_moe
+        assert stored["max_n_ctx"] == (row.max_n_ctx or None)  # 0 would read as -c 0, the trained length
+    assert any(r.placement.kind is PlacementKind.N_CPU_MOE for r in result.rows)
+    best = data["summary"]["recommendations"][0]
+    assert {"type_k", "type_v", "n_gpu_layers", "n_cpu_moe", "max_n_ctx"} <= set(best)
+    assert FitRecord.from_dict(data) == record  # the stored form reads back as the same rows
