@@ -53,7 +53,7 @@ def run_fit(request: FitRequest) -> FitAnswer:
                               runtime=request.runtime, ram=None if request.cpu_only else request.ram,
                               remote=request.dry_run_hosts, n_cards=request.n_cards,
                               tensor_split=request.tensor_split, local_offset=request.local_offset,
-                              emulate=request.emulate)
+                              emulate=request.emulate, quant=request.quant)
     server_args = request.server_args + session_args(request, source, session)
     if any(p.kind is PlacementKind.N_CPU_MOE for p in request.placements) and not session.weights.has_experts():
         raise UsageError(f"{request.model} has no routed experts: --n-cpu-moe does not apply")
@@ -128,8 +128,15 @@ class _WeightsFile:
     scale: int | None = None  # a published file size the tensors are scaled to (a catalog id's shape twin)
 
 
-def _weights_file(source: ModelSource, verify: bool) -> _WeightsFile:
-    """The GGUF itself, a catalog id's geometry twin (--verify runs on it), else a full-size shape twin."""
+def _weights_file(source: ModelSource, verify: bool, quant: str | None = None) -> _WeightsFile:
+    """The GGUF itself, a catalog id's geometry twin (--verify runs on it), else a full-size shape twin; --quant is
+    a catalog model's published quant, never ignored: refused in one line where it cannot be honoured."""
+    if quant is not None and (source.path or source.url):
+        raise UsageError(f"--quant {quant}: {source.label} is a GGUF file, which is one quant already",
+                         hint="--quant picks a catalog model's published file size; leave it out")
+    if quant is not None and verify:
+        raise UsageError(f"--quant {quant} with --verify: verify runs llama.cpp on the geometry twin, whose weights "
+                         "are not that quant", hint="leave out --verify, or --quant")
     if verify or source.path:
         path = str(source.gguf_for_llama())
         meta = source.llama_metadata
@@ -137,7 +144,11 @@ def _weights_file(source: ModelSource, verify: bool) -> _WeightsFile:
                 else "the geometry twin's tensor infos (verify runs on the twin)")
         return _WeightsFile(path, meta, f"{what}: {meta.weights_bytes / GIB:.2f} GiB in the file",
                             path if source.path else f"{source.label}-twin.gguf")
-    shape, meta, chosen = published_weights(source)
+    shape, meta, chosen = published_weights(source, quant)
+    if quant is not None and chosen is None:
+        published = ", ".join(q.name for q in (source.entry.published_quants if source.entry else ())) or "none"
+        raise UsageError(f"--quant {quant}: the catalog holds no published {quant} size of {source.label}",
+                         hint=f"published: {published}; or give the GGUF file")
     if chosen:
         return _WeightsFile(str(shape), meta, f"published {chosen.name} file size {chosen.bytes / 1e9:.2f} GB "
                             "(models.toml), spread over tensors by parameter count: an estimate",
@@ -212,10 +223,11 @@ class FitSession:
     def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool,
              ram_mode: bool = False, runtime: RuntimeConfig = RuntimeConfig(),
              ram: Budget | None = None, remote: tuple[str, ...] = (), n_cards: int = 1,
-             tensor_split: tuple[float, ...] = (), local_offset: int = 0, emulate: bool = False) -> "FitSession":
+             tensor_split: tuple[float, ...] = (), local_offset: int = 0, emulate: bool = False,
+             quant: str | None = None) -> "FitSession":
         devices = _devices(n_cards=n_cards, remote=remote, ram_mode=ram_mode, emulate=emulate)
         gpu_devices, gpu_build, emulate = devices.gpu_devices, devices.gpu_build, devices.emulate
-        file = _weights_file(source, verify)
+        file = _weights_file(source, verify, quant)
         geometry = geometry_from_metadata(file.meta)
         check_for_llama(file.meta, geometry)
         recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}

@@ -52,6 +52,7 @@ class FitRequest:
     server_args: tuple[str, ...] = ()  # --rpc, -sm none -mg N: llama-server flags the answer needs
     mmproj: str | None = None
     no_mmproj_offload: bool = False
+    quant: str | None = None  # a catalog model's published quant whose file size the weights take
 
     @property
     def n_cards(self) -> int:
@@ -99,7 +100,7 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                       tuple(budgets), tuple(contexts), tuple(pairs), tuple(placements),
                       values["flash_attn"], values["n_ubatch"], ram=ram_budget, runtime=config, cpu_only=cpu_only,
                       emulate=emulate, verify=verify, rpc_hosts=rpc_hosts, server_args=server_args, mmproj=mmproj,
-                      no_mmproj_offload=no_mmproj_offload, **split)
+                      no_mmproj_offload=no_mmproj_offload, quant=None if remote else quant, **split)
 
 
 def _placements(values: dict[str, Any], params: dict[str, Any]) -> list[Placement]:

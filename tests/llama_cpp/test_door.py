@@ -1,0 +1,28 @@
+"""issue 32's traps that go as far as a fit: --quant is never ignored."""
+
+from __future__ import annotations
+
+import pytest
+
+from llamabench.cli import main
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["fit", "qwen3-5-35b-a3b", "--quant", "Q8_0", "-c", "8192"], "no published Q8_0 size of qwen3-5-35b-a3b"),
+    (["fit", "gemma-3-27b", "--quant", "Q5_K_S", "-c", "8192"], "no published Q5_K_S size of gemma-3-27b"),
+    (["fit", "qwen3-5-35b-a3b", "--quant", "Q4_K_M", "--verify", "-c", "8192"], "with --verify"),
+])
+def test_a_quant_that_cannot_be_honoured_is_refused_in_one_line(capsys, argv, says):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_a_published_quant_sizes_the_weights(capsys):
+    assert main(["fit", "qwen3-5-35b-a3b", "--quant", "Q4_K_M", "-c", "8192"]) == 0
+    assert "published Q4_K_M file size" in capsys.readouterr().out
+
+
+def test_a_quant_beside_a_gguf_file_is_refused(capsys, gemma):
+    assert main(["fit", str(gemma), "--quant", "Q8_0", "-c", "8192"]) == 2
+    assert "is a GGUF file" in capsys.readouterr().err
