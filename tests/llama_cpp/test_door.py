@@ -26,3 +26,14 @@ def test_a_published_quant_sizes_the_weights(capsys):
 def test_a_quant_beside_a_gguf_file_is_refused(capsys, gemma):
     assert main(["fit", str(gemma), "--quant", "Q8_0", "-c", "8192"]) == 2
     assert "is a GGUF file" in capsys.readouterr().err
+
+
+def test_a_benchs_results_alone_make_a_report(capsys, tmp_path, gemma):
+    results = tmp_path / "bench.jsonl"
+    assert main(["bench", str(gemma), "-c", "512", "-p", "16", "-n", "2", "-r", "1", "-t", "2", "--repack", "0",
+                 "--results", str(results)]) == 0
+    capsys.readouterr()
+    assert main(["report", str(results), "--out-dir", str(tmp_path / "report")]) == 0
+    err = capsys.readouterr().err
+    assert "no inspect record: the layout and theory were read from the model's metadata again" in err
+    assert (tmp_path / "report" / "report.md").is_file() and (tmp_path / "report" / "record.json").is_file()
