@@ -36,7 +36,15 @@ def fits_text(row: FitRow) -> str:
 
 
 def host_text(row: FitRow) -> str:
+    """What system RAM grows to: the resident part and the runtime's upper bounds (+: no bound)."""
     return _gib(row.host.total) + ("+" if row.host.prompt_cache_unlimited else "")
+
+
+def max_ctx_text(row: FitRow, n_ctx_train: int) -> str:
+    """The largest n_ctx that fits; "(trained)" where the search stopped at the trained context, not the card."""
+    if not row.max_n_ctx:
+        return "none (RAM)" if row.card_fits else "none"
+    return f"{row.max_n_ctx} (trained)" if n_ctx_train and row.max_n_ctx >= n_ctx_train else str(row.max_n_ctx)
 
 
 def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
@@ -56,11 +64,12 @@ def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
         Field("projector_bytes", "mmproj", lambda r: r.parts.projector, _gib, "r", mm),
         Field("total_bytes", "total", lambda r: r.parts.total, _gib, "r"),
         Field("host_bytes", "host RAM", lambda r: r.host.total, views=frozenset()),
-        Field("host", "host RAM", host_text, align="r", csv=False),
+        Field("host_now_bytes", "RAM now", lambda r: r.host.at_start, _gib, "r"),
+        Field("host", "RAM grows to", host_text, align="r", csv=False),
         Field("host_growing_bytes", "host growing", lambda r: r.host.growing, _gib, "r", frozenset()),
         Field("fits", "fits", fits_text),
-        Field("max_n_ctx", "max n_ctx", lambda r: r.max_n_ctx or ("none (RAM)" if r.card_fits else "none"),
-              align="r"),
+        Field("max_n_ctx_text", "max n_ctx", lambda r: max_ctx_text(r, result.n_ctx_train), align="r", csv=False),
+        Field("max_n_ctx", "max n_ctx", lambda r: r.max_n_ctx or None, views=frozenset()),
         Field("command", "command", lambda r: run_line(result, r), views=frozenset()),
     )
 
@@ -90,8 +99,8 @@ def multi_fields(result: FitResult, n_cards: int) -> tuple[Field, ...]:
     keep = {"budget", "budget_bytes", "n_ctx", "cache_types", "placement"}
     base = row_fields(result, projector=False)
     head = tuple(f for f in base if f.name in keep)
-    tail = tuple(f for f in base if f.name in {"host_bytes", "host", "host_growing_bytes", "fits", "max_n_ctx",
-                                                "command"})
+    tail = tuple(f for f in base if f.name in {"host_bytes", "host_now_bytes", "host", "host_growing_bytes", "fits",
+                                                "max_n_ctx_text", "max_n_ctx", "command"})
     return head + card_fields(n_cards) + tail
 
 
@@ -110,9 +119,10 @@ def _rows_table(result: FitResult, rows: list[FitRow], fmt: str) -> str:
     return table(rows, row_fields(result, projector=any(r.parts.projector for r in rows)), fmt)
 
 
-def host_line(row: FitRow, server: bool = True) -> str:
+def host_line(row: FitRow, server: bool = True, machine_ram: int = 0) -> str:
     """The host part in words: what llama.cpp puts in system RAM at start, and what the runtime grows
-    (with --cpu-only everything: the card's parts are system RAM too)."""
+    (with --cpu-only everything: the card's parts are system RAM too); a warning where either passes the RAM of
+    the machine the fit ran on (`machine_ram`, 0: not known)."""
     h = row.host
     if row.ram_mode:
         parts = [f"weights, KV, recurrent and compute {_gib(row.parts.total)}"]
@@ -129,8 +139,15 @@ def host_line(row: FitRow, server: bool = True) -> str:
     if h.checkpoints:
         grows.append(f"checkpoints <= {_gib(h.checkpoints)}")
     total = row.card_total if row.ram_mode else h.total
-    line = (f"   system RAM: {_gib(total)} GiB ({', '.join(parts)}" + (f"; grows: {', '.join(grows)}" if grows else "")
-            + ")")
+    now = row.card_total - h.growing if row.ram_mode else h.at_start
+    line = (f"   system RAM: {_gib(now)} GiB at start" + (f", grows to {_gib(total)} GiB" if total != now else "")
+            + f" ({', '.join(parts)}" + (f"; grows: {', '.join(grows)}" if grows else "") + ")")
+    if machine_ram and row.ram is None and not row.ram_mode:
+        if now > machine_ram:
+            line += f"; MORE than this machine's {_gib(machine_ram)} GiB of RAM at start"
+        elif total > machine_ram:
+            line += (f"; can grow past this machine's {_gib(machine_ram)} GiB of RAM"
+                     + (f" (shrink it with {RAM_FLAGS})" if server else ""))
     short = row.short_by if row.ram_mode else row.ram_short_by
     if row.ram is not None or row.ram_mode:
         label = row.budget.label if row.ram_mode else row.ram.label
@@ -149,14 +166,14 @@ def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
     if best:
         return [f"-> fits with {best.settings.type_k}/{best.settings.type_v} KV, "
                 f"{describe_placement(best.placement, result.n_layer_all)}:",
-                f"   {run_line(result, best)}", host_line(best, result.runtime.is_server)]
+                f"   {run_line(result, best)}", host_line(best, result.runtime.is_server, result.machine_ram)]
     card_ok = [r for r in rows if r.card_fits]
     if card_ok:  # the row that would be recommended if the RAM were not checked
         best_on_card = recommend([replace(r, ram=None) for r in card_ok])
         row = next(r for r in card_ok if replace(r, ram=None) == best_on_card)
         return [f"-> fits the card with {row.settings.type_k}/{row.settings.type_v} KV, "
                 f"{describe_placement(row.placement, result.n_layer_all)}, but not the system RAM:",
-                f"   {run_line(result, row)}", host_line(row, result.runtime.is_server)]
+                f"   {run_line(result, row)}", host_line(row, result.runtime.is_server, result.machine_ram)]
     closest = min(rows, key=lambda r: r.short_by)
     largest = max((r.max_n_ctx for r in rows), default=0)
     return [f"-> nothing fits: closest is {closest.settings.type_k}/{closest.settings.type_v} KV, "

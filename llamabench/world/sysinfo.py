@@ -16,6 +16,10 @@ def process_rss_bytes() -> int:
     return int(psutil.Process().memory_info().rss)
 
 
+def total_ram_bytes() -> int:
+    return int(psutil.virtual_memory().total)
+
+
 def available_ram_bytes() -> int:
     return int(psutil.virtual_memory().available)
 

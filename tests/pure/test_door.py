@@ -123,3 +123,32 @@ def test_fit_json_rows_carry_their_placement_and_null_for_no_context():
     best = data["summary"]["recommendations"][0]
     assert {"type_k", "type_v", "n_gpu_layers", "n_cpu_moe", "max_n_ctx"} <= set(best)
     assert FitRecord.from_dict(data) == record  # the stored form reads back as the same rows
+
+
+def test_fit_shows_resident_ram_apart_from_what_it_grows_to_and_warns_against_the_machine():
+    import dataclasses
+
+    from llamabench.core.units import GIB as _GIB
+    from llamabench.render.fit import render_text
+    from tests.pure.test_render import fit_result
+
+    result = fit_result(int(1.2 * _GIB))
+    text = render_text(result)
+    assert "RAM now" in text and "RAM grows to" in text  # two columns, not one sum
+    assert " GiB at start, grows to " in text and "this machine" not in text  # machine RAM unknown: no warning
+    small = render_text(dataclasses.replace(result, machine_ram=2 * _GIB))  # 8 GiB prompt cache on a 2 GiB machine
+    assert "can grow past this machine's 2.00 GiB of RAM (shrink it with --cache-ram" in small
+
+
+def test_a_max_context_capped_at_the_trained_length_says_so():
+    import dataclasses
+
+    from llamabench.core.units import GIB as _GIB
+    from llamabench.render.fit import max_ctx_text
+    from tests.pure.test_render import fit_result
+
+    result = fit_result(int(1.2 * _GIB))
+    row = next(r for r in result.rows if r.max_n_ctx)
+    assert max_ctx_text(row, row.max_n_ctx) == f"{row.max_n_ctx} (trained)"
+    assert max_ctx_text(row, row.max_n_ctx + 256) == str(row.max_n_ctx)
+    assert max_ctx_text(dataclasses.replace(row, max_n_ctx=0), 0).startswith("none")

@@ -22,6 +22,7 @@ from ...model.weights import WeightsBreakdown, breakdown
 from ...settings.budget import Budget
 from ...settings.params import Params
 from ...world import remote as remote_reader
+from ...world import sysinfo
 from ..source import ModelSource, read_any, resolve
 from ..twin.shape import published_weights
 from .options import FitRequest
@@ -314,7 +315,8 @@ class FitSession:
                          tuple(contexts), self.weights.n_layer, self.model_hint, n_ctx_train=n_ctx_train,
                          notes=tuple(self.notes),
                          server_args=self.runtime.server_flags(self.geometry) + tuple(server_args),
-                         dry_runs=self.probe.calls, runtime=self.runtime, ram=self.ram)
+                         dry_runs=self.probe.calls, runtime=self.runtime, ram=self.ram,
+                         machine_ram=sysinfo.total_ram_bytes())
 
     def backend_weights_note(self, fitter: Fitter, row) -> None:
         """Where the backend refused tensors the file's layout puts on a card: say how much it kept on the CPU."""

@@ -27,6 +27,7 @@ class FitResult:
     # the program whose context was sized; a record without one (before runtimes) sized one Llama()-style context
     runtime: RuntimeConfig = RuntimeConfig(Runtime.LLAMA_CPP_PYTHON)
     ram: Budget | None = None  # --ram: the system RAM the host part was checked against
+    machine_ram: int = 0  # the RAM of the machine the fit ran on (psutil), for a warning without --ram; 0: unknown
 
     def rows_for(self, label: str, n_ctx: int) -> list[FitRow]:
         return [r for r in self.rows if r.budget_label == label and r.settings.n_ctx == n_ctx]
