@@ -40,6 +40,10 @@ FIELDS: tuple[Field, ...] = (
     Field("repack", "repack", lambda r: int(r.params.repack), views=NONE),
     Field("test", "test", lambda r: r.test.name, views=SPEED),
     Field("depth", "depth", lambda r: r.test.depth, views=NONE),
+    # llama-bench's own columns: n_prompt and n_gen of the test (one of them 0), n_depth its depth
+    Field("n_prompt", "n_prompt", lambda r: r.test.n_tokens if r.test.kind == "pp" else 0, views=NONE),
+    Field("n_gen", "n_gen", lambda r: r.test.n_tokens if r.test.kind == "tg" else 0, views=NONE),
+    Field("n_depth", "n_depth", lambda r: r.test.depth, views=NONE),
     Field("t_s", "t/s", _ts, align="r", views=SPEED, csv=False),
     Field("status", "status", lambda r: r.status, views=NONE),
     Field("avg_ts", "avg t/s", lambda r: r.avg_ts, fixed2, "r", NONE),

@@ -47,6 +47,13 @@ def view(fields: Sequence[Field], name: str) -> list[Field]:
     return [f for f in fields if name in f.views]
 
 
+def _csv_value(value):
+    """A raw value in CSV: empty for none, 0|1 for a flag (as llama-bench writes them, not True/False)."""
+    if value is None:
+        return ""
+    return int(value) if isinstance(value, bool) else value
+
+
 def table(rows: Iterable, fields: Sequence[Field], fmt: str, *, view_name: str = "table",
           lead: Sequence[Field] = ()) -> str:
     """The rows as a text or markdown table (the fields of one view), or CSV (every field, raw values)."""
@@ -57,7 +64,7 @@ def table(rows: Iterable, fields: Sequence[Field], fmt: str, *, view_name: str =
         chosen = [f for f in (*lead, *fields) if f.csv]
         writer.writerow([f.name for f in chosen])
         for row in rows:
-            writer.writerow(["" if (v := f.get(row)) is None else v for f in chosen])
+            writer.writerow([_csv_value(f.get(row)) for f in chosen])
         return out.getvalue().rstrip("\n")
     shown = [*lead, *view(fields, view_name)]
     headers = [f.header for f in shown]

@@ -152,3 +152,16 @@ def test_a_max_context_capped_at_the_trained_length_says_so():
     assert max_ctx_text(row, row.max_n_ctx) == f"{row.max_n_ctx} (trained)"
     assert max_ctx_text(row, row.max_n_ctx + 256) == str(row.max_n_ctx)
     assert max_ctx_text(dataclasses.replace(row, max_n_ctx=0), 0).startswith("none")
+
+
+def test_the_bench_csv_has_llama_benchs_test_columns_and_no_true_or_false():
+    import csv
+    import io
+
+    from llamabench.render.bench import render
+    from tests.pure.test_records import bench_record
+
+    text = render([bench_record(), bench_record(depth=512)], "csv")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert (rows[1]["n_prompt"], rows[1]["n_gen"], rows[1]["n_depth"]) == ("0", "16", "512")  # tg16 @ d512
+    assert "True" not in text and "False" not in text and rows[0]["is_twin"] in ("0", "1")
