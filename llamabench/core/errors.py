@@ -36,3 +36,7 @@ class EngineError(LlamabenchError):
 
 class ContextRefused(EngineError):
     """llama.cpp could not create one context of a loaded model (it refused it, or aborted creating it)."""
+
+
+class UntrustedCache(LlamabenchError):
+    """A cache folder or file the user does not own, that others can write, or that is a link: not used."""

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..memory.allocations import BufferBytes
 from ..world.paths import shim_dir
+from ..world.private import private_folder, trusted_file, write_private
 from ..world.versions import LLAMA_CPP_PYTHON_VERSION
 
 SOURCE = Path(__file__).with_name("breakdown.cpp")
@@ -81,14 +82,14 @@ def build() -> Path:
         raise RuntimeError(f"llama-cpp-python has no {libllama}")
     target = shim_dir() / _key(libllama) / LIBRARY_NAME
     failed = target.with_name(FAILED_MARK)
-    if target.is_file():
+    private_folder(target.parent)  # 0700, the user's own: code is loaded from here (UntrustedCache otherwise)
+    if trusted_file(target):  # a regular file of the user's, written by no one else: never a planted link
         return target
-    if failed.is_file():
+    if trusted_file(failed):
         raise RuntimeError(failed.read_text(errors="replace")[:300])
     compiler = _compiler()
     if compiler is None:
         raise RuntimeError("no C++ compiler (c++, g++, clang++ or $CXX) to build the memory-breakdown shim")
-    target.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{LIBRARY_NAME}.", dir=target.parent)
     os.close(fd)
     partial = Path(name)
@@ -100,8 +101,9 @@ def build() -> Path:
         if done.returncode != 0:
             said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
             reason = f"the memory-breakdown shim did not compile: {said}"
-            failed.write_text(reason)
+            write_private(failed, reason)
             raise RuntimeError(reason)
+        os.chmod(partial, 0o700)  # the linker's mode follows the umask: 000 would leave it writable by all
         os.replace(partial, target)  # atomic: another process building it at once gets a whole file
     finally:
         partial.unlink(missing_ok=True)

@@ -17,7 +17,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ..core.errors import UntrustedCache
 from .paths import cache_dir
+from .private import trusted_file, write_private
 
 N_BYTES_PER_ARRAY = 256 * 2**20  # 3 arrays of 256 MiB: well past any CPU cache
 PASSES = 5
@@ -91,18 +93,19 @@ def cached_measure() -> Bandwidth:
     path = cache_dir() / "bandwidth.json"
     key = f"{platform.node()}|{platform.processor() or platform.machine()}|{os.cpu_count()}"
     try:
+        if not trusted_file(path):
+            raise FileNotFoundError(path)
         stored = json.loads(path.read_text())
         if stored.get("key") == key and time.time() - stored.get("time", 0) < CACHE_SECONDS:
             cached = Bandwidth(**stored["bandwidth"])
             if all(isinstance(v, (int, float)) and math.isfinite(v) and v > 0
                    for v in (cached.copy_gbps, cached.triad_gbps)):
                 return cached  # else a damaged cache entry: measure again
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
-        pass
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, UntrustedCache):
+        pass  # no cache, a damaged one, or one that is not the user's own: measure again
     result = measure()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"key": key, "time": time.time(), "bandwidth": asdict(result)}))
-    except OSError:
+    try:  # through a fresh file renamed over: a link planted at the path is replaced, its target never written
+        write_private(path, json.dumps({"key": key, "time": time.time(), "bandwidth": asdict(result)}))
+    except (OSError, UntrustedCache):
         pass
     return result
