@@ -22,6 +22,7 @@ from typing import Callable
 from .core import serial
 from .core.errors import LlamabenchError, UsageError
 from .core.units import GIB
+from .jobs.arguments import flag, model_argument
 from .jobs.bench.job import SweepBasis, run_bench
 from .jobs.bench.measure import Measurement, theory
 from .jobs.bench.measure import roofline as roofline_block
@@ -74,7 +75,7 @@ def _save(results: PathLike | None, record: Record) -> Record:
 # inspect ---------------------------------------------------------------------------------------
 def inspect(model: str, *, results: PathLike | None = None, **params) -> InspectRecord:
     """The layer layout and the theoretical KV / recurrent footprint, computed from the GGUF's metadata."""
-    found = inspect_model(model, params)
+    found = inspect_model(model_argument(model), params)
     record = InspectRecord(model=found.source.model_block(found.inspection.geometry.architecture),
                            inspection=found.inspection, kv_curve=found.kv_curve)
     return _save(results, record)
@@ -83,7 +84,7 @@ def inspect(model: str, *, results: PathLike | None = None, **params) -> Inspect
 # verify ----------------------------------------------------------------------------------------
 def verify(model: str, *, results: PathLike | None = None, **params) -> VerifyRecord:
     """Theory against llama.cpp's own `llama_kv_cache: size` / `llama_memory_recurrent: size` lines (a dry run)."""
-    found = verify_model(model, params)
+    found = verify_model(model_argument(model), params)
     record = VerifyRecord(model=found.source.model_block(found.architecture, loaded=found.gguf), params=found.params,
                           footprint=found.footprint, allocations=found.allocations, checks=found.checks,
                           gguf=found.gguf, context_warning=found.context_warning)
@@ -92,7 +93,7 @@ def verify(model: str, *, results: PathLike | None = None, **params) -> VerifyRe
 
 def verify_matrix(model: str) -> MatrixResult:
     """n_ctx 4096 / 131072 / 5000 x f16, q8_0, q4_0 and fa off x 1 and 4 sequences (unified or not) x swa_full."""
-    return exactness_matrix(model)
+    return exactness_matrix(model_argument(model))
 
 
 # fit -------------------------------------------------------------------------------------------
@@ -108,9 +109,11 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     type taken, no GPU's free memory as the budget). `vram="24GiB+12GiB"` is one machine with two cards,
     `rpc="HOST:PORT,..."` adds remote hosts (ggml-rpc-server) in front of them; `tensor_split=` fixes the -ts
     instead of searching it."""
-    request = fit_request(model, params, local_budgets=default_budgets, vram=vram, ram=ram, cpu_only=cpu_only,
-                          reserve=reserve, verify=verify, emulate=emulate, mmproj=mmproj,
-                          no_mmproj_offload=no_mmproj_offload, quant=quant, remote=remote, runtime=runtime,
+    request = fit_request(model_argument(model), params, local_budgets=default_budgets, vram=vram, ram=ram,
+                          cpu_only=flag("cpu_only", cpu_only), reserve=reserve, verify=flag("verify", verify),
+                          emulate=flag("emulate", emulate), mmproj=mmproj,
+                          no_mmproj_offload=flag("no_mmproj_offload", no_mmproj_offload), quant=quant,
+                          remote=flag("remote", remote), runtime=runtime,
                           n_seq=n_seq, kv_unified=kv_unified, cache_ram=cache_ram, ctx_checkpoints=ctx_checkpoints,
                           rpc=rpc)
     answer = run_fit(request)
@@ -166,8 +169,9 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
     with llama.cpp's reason and the sweep goes on; `resume` skips what `results` already holds. `rpc=
     "HOST:PORT,..."` spreads the model over ggml-rpc-servers too, as llama-bench --rpc (RPC devices first).
     """
-    plan = plan_bench(model, params, n_prompt=n_prompt, n_gen=n_gen, n_depth=n_depth, repetitions=repetitions,
-                      results=results, rpc=rpc)
+    resume, dry_run = flag("resume", resume), flag("dry_run", dry_run)
+    plan = plan_bench(model_argument(model), params, n_prompt=n_prompt, n_gen=n_gen, n_depth=n_depth,
+                      repetitions=repetitions, results=results, rpc=rpc)
     run = BenchRun(plan.source.label, str(plan.target), plan.configurations, plan.tests, plan.repetitions,
                    dry_run=dry_run)
     if dry_run:
@@ -203,8 +207,8 @@ def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None
              tensor_split=None, link=None, link_ms=None, **params) -> RooflineRecord:
     """Predicted decode t/s at depths up to n_ctx from the bytes each token reads, beside the same model as full
     GQA: on a named card, a bandwidth, or calibrated on two measured depths of a bench results file."""
-    found = predict(model, params, bench_records=_bench_records, card=card, bandwidth=bandwidth, tflops=tflops,
-                    bw_eff=bw_eff, compute_eff=compute_eff, calibrate=calibrate, quant=quant,
+    found = predict(model_argument(model), params, bench_records=_bench_records, card=card, bandwidth=bandwidth,
+                    tflops=tflops, bw_eff=bw_eff, compute_eff=compute_eff, calibrate=calibrate, quant=quant,
                     tensor_split=tensor_split, link=link, link_ms=link_ms)
     record = RooflineRecord(model=found.source.model_block(found.architecture), params=found.params,
                             speed_model=found.speed_model, weights_read_per_token=found.weights_read_per_token,

@@ -34,7 +34,7 @@ T = TypeVar("T")
 INT_BOUND = 2**63  # |x| below it: what a C int64 (and llama.cpp) holds
 
 
-class ShapeError(ValueError):
+class ShapeError(LlamabenchError, ValueError):
     """Data that does not have the shape of the dataclass it should become."""
 
 

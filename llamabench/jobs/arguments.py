@@ -6,11 +6,13 @@ unknown name is refused and a value parsed (`32k`, `["4096", "8k"]`), with the s
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..core.errors import UsageError
 from ..settings.params import SCHEMA
 from ..settings.sweep import parse_value
+from ..settings.values import on_off
 
 
 def call_values(given: dict[str, Any], allowed: tuple[str, ...], lists: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -29,3 +31,23 @@ def call_values(given: dict[str, Any], allowed: tuple[str, ...], lists: tuple[st
             listed_default = default if isinstance(default, tuple) or default is None else (default,)
             out[name] = listed_default if listed else default
     return out
+
+
+def model_argument(model) -> str:
+    """MODEL as the API takes it: a str or an os.PathLike (a pathlib.Path); TypeError for anything else."""
+    if isinstance(model, os.PathLike):
+        model = os.fspath(model)
+    if isinstance(model, bytes) or not isinstance(model, str):
+        raise TypeError(f"model must be a str or a path, not {type(model).__name__}")
+    return model
+
+
+def flag(name: str, value) -> bool:
+    """An on/off keyword of the API: a bool, or on/off/true/false/1/0 as the CLI takes them; never truthiness
+    ("off" is off)."""
+    if isinstance(value, (bool, str, int)):
+        try:
+            return on_off(value)
+        except UsageError:
+            pass
+    raise UsageError(f"{name}: {value!r} is not on or off (give True or False)")

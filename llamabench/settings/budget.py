@@ -101,6 +101,8 @@ def size_or_zero(text) -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         if text < 0:
             raise UsageError(f"{text} cannot be negative")
+        if text > MAX_SIZE:
+            raise UsageError(f"{text} bytes is larger than any machine")
         return text
     label, value = _size_value(text)
     if value < 0:

@@ -71,6 +71,8 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
     for name, default in FIT_DEFAULTS.items():
         given.setdefault(name, default)
     values = call_values(given, FIT_PARAMS, FIT_LISTS)
+    if vram is not None and not isinstance(vram, str) and hasattr(vram, "__len__") and len(vram) == 0:
+        raise UsageError("vram: empty list: give card sizes, or leave vram out")
     budgets = (list(parse_value("vram", vram, listed=True)) if vram is not None
                else list(SCHEMA["vram"].default) if cpu_only or emulate else local_budgets())
     reserve_bytes = parse_value("reserve", reserve, listed=False) if reserve is not None else SCHEMA["reserve"].default

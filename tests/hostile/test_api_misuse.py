@@ -1,0 +1,58 @@
+"""The Python API as a programmer misuses it (issue 33): every failure is a LlamabenchError, or a TypeError for a
+wrong call; on/off keywords are parsed, never taken by truthiness."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import llamabench as lb
+from llamabench.core.errors import UsageError
+from llamabench.jobs.arguments import flag
+
+
+@pytest.mark.parametrize("value, meant", [
+    (True, True), (False, False), ("on", True), ("off", False),  # "off" is off, not a non-empty string
+    ("false", False), (0, False), (1, True),
+])
+def test_on_off_keywords_are_parsed_not_taken_by_truthiness(value, meant):
+    assert flag("cpu_only", value) is meant
+
+
+@pytest.mark.parametrize("value", ["maybe", 2, 0.5, None, [], object()])
+def test_anything_else_is_a_usage_error(value):
+    with pytest.raises(UsageError, match="is not on or off"):
+        flag("verify", value)
+
+
+def test_dry_run_off_as_a_string_plans_and_off_means_off():
+    plan = lb.bench("qwen3-30b-a3b", n_prompt=16, n_gen=0, dry_run="on")
+    assert plan.dry_run and plan.records == ()
+
+
+def test_a_path_is_a_model():
+    assert lb.inspect(Path("qwen3-30b-a3b"), n_ctx=4096).kv_bytes > 0  # not an AttributeError
+
+
+@pytest.mark.parametrize("model", [42, None, b"qwen3-30b-a3b", ["a.gguf"]])
+def test_a_model_of_the_wrong_type_is_a_type_error(model):
+    with pytest.raises(TypeError, match="model must be a str or a path"):
+        lb.inspect(model)
+
+
+def test_an_empty_list_of_cards_is_a_usage_error_not_a_value_error():
+    with pytest.raises(UsageError, match="vram: empty list"):
+        lb.fit("qwen3-30b-a3b", vram=[])
+
+
+def test_a_reserve_larger_than_any_machine_is_refused():
+    from llamabench.settings.budget import reserve
+    with pytest.raises(UsageError, match="larger than any machine"):
+        reserve(2**70)  # it would write a record that cannot be read back
+
+
+def test_from_dict_of_garbage_is_a_llamabench_error():
+    from llamabench.records.records import from_dict
+    with pytest.raises(lb.LlamabenchError):
+        from_dict({"schema": "llamabench/fit-record/2", "fit": 7})
