@@ -9,7 +9,7 @@ STAMP   := $(VENV)/.installed-$(BACKEND)
 comma    := ,
 EXTRAS   := $(if $(filter cuda,$(BACKEND)),test$(comma)gpu,test)
 
-.PHONY: demo test test-fast lint install clean
+.PHONY: demo test test-fast lint tools install clean
 
 $(STAMP): pyproject.toml scripts/install_llama_cpp.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,11 +27,15 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/llamabench demo
 
-test: $(STAMP)
+test: $(STAMP) tools
 	$(PY) -m pytest --durations=15
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" --durations=15
+
+# llama.cpp's own llama-server and ggml-rpc-server, the judges of the printed commands: built once into the cache
+tools:
+	bash scripts/build_llama_tools.sh >/dev/null
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

@@ -1,10 +1,10 @@
 """llama.cpp's own programs as the judge: start a printed `llama-server` line for real and read what it allocated.
 
-The tools come from `../shared/tools/build_llama_tools.sh` (llama-server, ggml-rpc-server, llama-bench,
-llama-fit-params built from the vendored llama.cpp); their bin folder is `$LLAMABENCH_LLAMA_TOOLS`, or
-`~/.cache/llama-tools/<llama-cpp-python version>/bin` where the script puts it. llama-server prints its
-allocation lines at `-lv 4`; it is started on 127.0.0.1, read until it listens (or exits), and stopped
-by its pid.
+The tools come from `scripts/build_llama_tools.sh` (`make tools`, which `make test` runs first: llama-server,
+ggml-rpc-server, llama-bench, llama-fit-params built from the vendored llama.cpp); their bin folder is
+`$LLAMABENCH_LLAMA_TOOLS`, or `~/.cache/llama-tools/<llama-cpp-python version>/bin` where the script puts it.
+llama-server prints its allocation lines at `-lv 4`; it is started on 127.0.0.1, read until it listens (or
+exits), and stopped by its pid.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ TOOLS = tools_dir()
 needs_rpc = pytest.mark.skipif(not rpc.available(), reason="llama-cpp-python was built without the RPC backend")
 needs_tools = pytest.mark.skipif(
     TOOLS is None, reason="llama.cpp's llama-server and ggml-rpc-server are not built: run "
-    "../shared/tools/build_llama_tools.sh (or set LLAMABENCH_LLAMA_TOOLS to their bin folder)")
+    "make tools (scripts/build_llama_tools.sh; or set LLAMABENCH_LLAMA_TOOLS to their bin folder)")
 
 
 # the layer split -------------------------------------------------------------------------------

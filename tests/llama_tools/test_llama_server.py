@@ -4,7 +4,7 @@
 the llama-server line `fit` printed, starts it with `--rpc` on llama.cpp's ggml-rpc-server (a card on
 127.0.0.1), reads its allocation log (`-lv 4`) and sets it against the fit, device by device: weights,
 KV and recurrent state to llama.cpp's printed 0.01 MiB, compute to 3% or 5 MiB.
-The tools come from ../shared/tools/build_llama_tools.sh; without them the tests skip and say so.
+The tools come from scripts/build_llama_tools.sh, which `make test` runs first (once, into the cache).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ TOOLS = tools_dir()
 pytestmark = pytest.mark.slow
 needs_tools = pytest.mark.skipif(
     TOOLS is None, reason="llama.cpp's llama-server and ggml-rpc-server are not built: run "
-    "../shared/tools/build_llama_tools.sh (or set LLAMABENCH_LLAMA_TOOLS to their bin folder)")
+    "make tools (scripts/build_llama_tools.sh; or set LLAMABENCH_LLAMA_TOOLS to their bin folder)")
 
 
 def compute_close(predicted: int, allocated: int) -> bool:

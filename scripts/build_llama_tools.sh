@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds llama.cpp's own tools from the llama.cpp vendored in the pinned llama-cpp-python sdist, with the RPC backend,
+# into the cache (once: about 6-8 minutes on 2 cores; then nothing to do): llama-server and ggml-rpc-server (the
+# judges of the printed commands), llama-bench and llama-fit-params (the anchors of the benchmarks).
+# usage: scripts/build_llama_tools.sh [OUT_DIR]   (called by `make test`; prints the bin folder on its last line)
+# OUT_DIR defaults to ~/.cache/llama-tools/VERSION, where llamabench.llama.server.tools_dir() looks for them.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")/.." && pwd)"
+V="$(sed -n 's/.*"llama-cpp-python==\([0-9.]*\)".*/\1/p' "$HERE/pyproject.toml" | head -1)"  # the one pin
+OUT="${1:-$HOME/.cache/llama-tools/$V}"
+if [ -x "$OUT/bin/llama-server" ] && [ -x "$OUT/bin/ggml-rpc-server" ]; then echo "$OUT/bin"; exit 0; fi
+echo "building llama.cpp's tools (llama-server, ggml-rpc-server, llama-bench, llama-fit-params) from llama-cpp-python $V into $OUT, once (about 6-8 minutes)" >&2
+mkdir -p "$OUT"; cd "$OUT"
+if [ ! -d "llama_cpp_python-$V" ]; then
+  "${PYTHON:-python3}" -m pip download -q --no-deps --no-binary :all: -d . "llama-cpp-python==$V" >&2
+  tar xzf "llama_cpp_python-$V.tar.gz"
+fi
+cmake -S "llama_cpp_python-$V/vendor/llama.cpp" -B build -DCMAKE_BUILD_TYPE=Release -DGGML_RPC=ON \
+      -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF >/dev/null
+cmake --build build --target llama-bench llama-fit-params ggml-rpc-server llama-server -j"$(nproc)" >/dev/null
+mkdir -p bin.partial && cp -a build/bin/* bin.partial/ && rm -rf bin && mv bin.partial bin
+echo "$OUT/bin"
