@@ -14,7 +14,7 @@ from ..render.progress import Progress
 from ..settings import arguments
 from ..settings.params import OutputFormat
 from . import SUMMARY
-from .output import keywords, warn
+from .output import finite, keywords, warn
 
 HELP = SUMMARY["bench"]
 EXAMPLES = """examples:
@@ -63,8 +63,8 @@ def run(args: argparse.Namespace) -> int:
     if run_.records:
         if args.output in (OutputFormat.JSON, OutputFormat.JSONL):
             dicts = [r.to_dict() for r in run_.records]
-            print(json.dumps(dicts, indent=2, default=str) if args.output is OutputFormat.JSON
-                  else "\n".join(json.dumps(d, separators=(",", ":"), default=str) for d in dicts))
+            print(json.dumps(finite(dicts), indent=2, default=str) if args.output is OutputFormat.JSON
+                  else "\n".join(json.dumps(finite(d), separators=(",", ":"), default=str) for d in dicts))
         else:
             print(render(list(run_.records), str(args.output)))
     wide = [r for r in run_.records if r.ok and r.spread is not None and r.spread > stats.SPREAD_WARNING]

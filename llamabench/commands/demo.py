@@ -151,7 +151,9 @@ class _Demo:
             print(render_bench(list(run_.records), str(OutputFormat.MD)))
         print(f"{len(run_.records)} tests recorded in {run_.results}" + (f", {run_.failed} failed" if run_.failed
                                                                        else ""), file=sys.stderr)
-        return not run_.failed and not run_.interrupted
+        if run_.interrupted:  # Ctrl-C: what was measured is kept; the demo stops here (exit 130), no report
+            raise KeyboardInterrupt
+        return not run_.failed
 
     def report(self) -> bool:
         result = api.report([self.results], out_dir=self.out_dir,

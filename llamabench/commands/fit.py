@@ -39,11 +39,14 @@ OPTIONS = ("vram", "rpc", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_arguments(parser, ("model", *api.FIT_PARAMS, *OPTIONS, "output"), lists=(*api.FIT_LISTS, "vram"),
-                            defaults={**api.FIT_DEFAULTS, "vram": None, "n_gpu_layers": (), "n_cpu_moe": (),
-                                      "n_seq": None, "kv_unified": None, "cache_ram": None, "ctx_checkpoints": None},
+                            defaults={**api.FIT_DEFAULTS, "vram": None, "reserve": None, "n_gpu_layers": (),
+                                      "n_cpu_moe": (), "n_seq": None, "kv_unified": None, "cache_ram": None,
+                                      "ctx_checkpoints": None},
                             helps={"vram": "card sizes, comma list of alternatives; + joins one machine's cards "
                                            "(24GiB+12GiB); plain numbers are GiB (default: on a GPU build its GPUs' "
                                            "free memory, else 16GiB,24GiB)",
+                                   "reserve": "kept free on each card for the driver and display; one per card "
+                                              "joined by + (512MiB+1GiB) (default 512MiB)",
                                    "n_seq": "llama-server's slots (-np); default: its auto, 4 slots on one unified "
                                             "KV stream",
                                    "kv_unified": "one KV stream for all slots (llama-server's -kvu; on with the auto "

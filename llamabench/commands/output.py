@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Callable
 
@@ -13,12 +14,23 @@ def warn(message: str) -> None:
     print(f"llamabench: warning: {message}", file=sys.stderr)
 
 
+def finite(value):
+    """JSON has no Infinity or NaN (json.dumps would write them, and strict readers refuse the line): null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
 def show(result, fmt: OutputFormat, render: Callable[..., str]) -> None:
     """JSON and JSON Lines print the result's own `to_dict()`; the other formats go through its printer."""
     if fmt is OutputFormat.JSON:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
+        print(json.dumps(finite(result.to_dict()), indent=2, default=str, allow_nan=False))
     elif fmt is OutputFormat.JSONL:
-        print(json.dumps(result.to_dict(), separators=(",", ":"), default=str))
+        print(json.dumps(finite(result.to_dict()), separators=(",", ":"), default=str, allow_nan=False))
     else:
         print(render(result, str(fmt)))
 

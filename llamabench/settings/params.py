@@ -41,6 +41,7 @@ from .values import (
     split_mode,
     tensor_split,
     text,
+    threads,
     tokens,
 )
 
@@ -126,7 +127,7 @@ class Params:
     split_mode: str = option(["-sm", "--split-mode"], split_mode, "layer",
                              "layer: layers pipelined over the devices; none: the -mg device alone", sweep=False)
     main_gpu: int = option(["-mg", "--main-gpu"], nonneg_int, 0, "the device of -sm none", sweep=False)
-    n_threads: int = option(["-t", "--threads"], nonneg_int, 0, "threads; 0: the physical cores")
+    n_threads: int = option(["-t", "--threads"], threads, 0, "threads; 0: the physical cores")
     repack: bool = option(["--repack"], on_off, True,  # use_extra_bufts
                           "the repacked CPU copy of the weights (CPU_REPACK / AMX): 0|1, as llama-bench --repack",
                           negated=("-nr", "--no-repack"))

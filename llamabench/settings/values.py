@@ -32,6 +32,17 @@ def positive_int(text) -> int:
     return _uint(text, 1)
 
 
+GGML_MAX_N_THREADS = 512  # ggml/include/ggml.h: a threadpool holds at most this many threads
+
+
+def threads(text) -> int:
+    """-t: 0 (the physical cores) up to ggml's GGML_MAX_N_THREADS; beyond it llama.cpp's int32 wraps and crashes."""
+    value = _uint(text, 0)
+    if value > GGML_MAX_N_THREADS:
+        raise UsageError(f"{value} threads: ggml runs at most {GGML_MAX_N_THREADS} (GGML_MAX_N_THREADS)")
+    return value
+
+
 def nonneg_int(text) -> int:
     return _uint(text, 0)
 
@@ -228,4 +239,5 @@ def path(value) -> Path:
     return Path(value)
 
 
-INT_PARSERS = (tokens, positive_int, nonneg_int, percent)  # the parsers whose list values take llama-bench's ranges
+# the parsers whose list values take llama-bench's ranges
+INT_PARSERS = (tokens, positive_int, nonneg_int, percent, threads)

@@ -56,3 +56,30 @@ def test_from_dict_of_garbage_is_a_llamabench_error():
     from llamabench.records.records import from_dict
     with pytest.raises(lb.LlamabenchError):
         from_dict({"schema": "llamabench/fit-record/2", "fit": 7})
+
+
+def run(capsys, argv):
+    from llamabench.cli import main
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_roofline_json_has_no_infinity(capsys):
+    code, out, _ = run(capsys, ["roofline", "qwen3-5-35b-a3b", "--bandwidth", "900", "-c", "8192", "-o", "json"])
+    assert code == 0 and "Infinity" not in out and "NaN" not in out  # a bandwidth alone: no compute bound
+
+
+@pytest.mark.parametrize("threads", ["2147483648", "4294967295", "513"])
+def test_threads_past_ggmls_limit_are_refused_before_a_child_crashes(capsys, threads):
+    code, _, err = run(capsys, ["bench", "qwen3-30b-a3b", "-t", threads, "--dry-run"])
+    assert code == 2 and "GGML_MAX_N_THREADS" in err
+
+
+@pytest.mark.parametrize("extra", [["--vram", "24GiB"], ["--reserve", "1GiB"]])
+def test_cpu_only_refuses_card_options_it_would_ignore(capsys, extra):
+    code, _, err = run(capsys, ["fit", "qwen3-5-35b-a3b", "--cpu-only", "--ram", "64GiB", *extra])
+    assert code == 2 and "--cpu-only uses no card" in err

@@ -71,7 +71,7 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
     for name, default in FIT_DEFAULTS.items():
         given.setdefault(name, default)
     values = call_values(given, FIT_PARAMS, FIT_LISTS)
-    if vram is not None and not isinstance(vram, str) and hasattr(vram, "__len__") and len(vram) == 0:
+    if vram is not None and not isinstance(vram, str) and hasattr(vram, "__len__") and len(vram) == 0:  # vram=[]
         raise UsageError("vram: empty list: give card sizes, or leave vram out")
     budgets = (list(parse_value("vram", vram, listed=True)) if vram is not None
                else list(SCHEMA["vram"].default) if cpu_only or emulate else local_budgets())
@@ -79,6 +79,10 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
     ram_budget = parse_value("ram", ram, listed=False) if ram is not None else None
     if cpu_only and ram_budget is None:
         raise UsageError("--cpu-only puts everything in system RAM: give its size with --ram SIZE")
+    if cpu_only and (vram is not None or reserve is not None):
+        given = " and ".join(name for name, value in (("--vram", vram), ("--reserve", reserve)) if value is not None)
+        raise UsageError(f"--cpu-only uses no card: {given} do{'es' if ' and ' not in given else ''} not apply",
+                         hint="leave them out; --ram is the one budget")
     config = runtime_config(runtime, n_seq=n_seq, kv_unified=kv_unified or None, cache_ram=cache_ram,
                             ctx_checkpoints=ctx_checkpoints)
     contexts = list(values["n_ctx"])
