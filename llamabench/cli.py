@@ -10,7 +10,9 @@ import difflib
 import importlib
 import os
 import re
+import signal
 import sys
+import threading
 
 from .commands import SUMMARY
 from .core.errors import LlamabenchError, UsageError
@@ -74,7 +76,38 @@ def chosen_command(argv: list[str]) -> str:
     return next((word for word in argv if word in SUMMARY), "") if argv else ""
 
 
+class _Ended:
+    """SIGTERM and SIGHUP (a closed terminal) end the tool as Ctrl-C does: every `finally` runs, so the children it
+    started (the emulated card, llama.cpp's processes) are stopped and what was measured is kept; exit 128 + signal."""
+
+    SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+    def __init__(self):
+        self.signum = signal.SIGINT
+        self.previous: dict = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.SIGNALS:
+                self.previous[signum] = signal.signal(signum, self._raise)
+        return self
+
+    def _raise(self, signum, frame):
+        self.signum = signum
+        raise KeyboardInterrupt
+
+    def __exit__(self, *exc):
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
+    with _Ended() as ended:
+        return _main(argv, ended)
+
+
+def _main(argv: list[str] | None, ended: _Ended) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(only=chosen_command(argv))
@@ -97,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
-        print("llamabench: interrupted", file=sys.stderr)
-        return 130
+        print("llamabench: interrupted" + ("" if ended.signum == signal.SIGINT else
+                                           f" ({signal.Signals(ended.signum).name})"), file=sys.stderr)
+        return 128 + int(ended.signum)
     except OSError as exc:  # the machine's, not the input's: a full disk or stdout, a failing device
         if os.environ.get("LLAMABENCH_DEBUG") == "1":
             raise

@@ -9,15 +9,18 @@ its pid when done, also on failure (it may ignore SIGTERM: SIGKILL follows a sho
 from __future__ import annotations
 
 import ctypes
+import resource
 import socket
 import subprocess
 import sys
 import time
 from contextlib import contextmanager
 
+import psutil
+
 from ..core.errors import EngineError
 from .engine import GGML_BACKEND_DEVICE_TYPE_CPU, ggml_lib, lib_path
-from .process import die_with_parent, stop_group
+from .process import child_argv, child_env, die_with_parent, stop_group
 
 
 def available() -> bool:
@@ -50,28 +53,53 @@ def accepts(port: int) -> bool:
         return False
 
 
+def listens(pid: int, port: int) -> bool:
+    """Whether process `pid` itself holds the listening socket on 127.0.0.1:port (not another process that took the
+    port between our pick and the child's bind)."""
+    try:
+        process = psutil.Process(pid)
+        conns = process.net_connections(kind="tcp") if hasattr(process, "net_connections") else process.connections()
+    except (psutil.Error, OSError):
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in conns)
+
+
+PORT_TRIES = 3  # a port taken by another process between the pick and the bind: pick again
+
+
 @contextmanager
 def emulated_card(n_threads: int = 1, timeout_s: float = 30.0):
-    """Start an RPC server on a free port of 127.0.0.1; yields its endpoint "127.0.0.1:PORT"."""
+    """Start an RPC server on a free port of 127.0.0.1; yields its endpoint "127.0.0.1:PORT". The server is ours:
+    its own process holds the port (checked), it dies with this process, and it is stopped on the way out."""
     if not available():
         raise EngineError("no RPC backend in this llama-cpp-python build: reinstall with CMAKE_ARGS=-DGGML_RPC=on "
                           "(make install does) to emulate a card")
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "llamabench.llama.rpc", str(port), str(n_threads)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while not accepts(port):
-            if proc.poll() is not None:
-                tail = (proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()[-1:]
-                raise EngineError(f"the RPC server (emulated card) exited at start: {' '.join(tail) or 'no message'}")
-            if time.monotonic() > deadline:
-                raise EngineError(f"the RPC server (emulated card) did not listen on 127.0.0.1:{port} "
-                                  f"in {timeout_s:.0f} s")
-            time.sleep(0.05)
-        yield f"127.0.0.1:{port}"
-    finally:
-        stop_group(proc, grace_s=1.0)
+    for attempt in range(PORT_TRIES):
+        port = free_port()
+        proc = subprocess.Popen(child_argv("llamabench.llama.rpc", str(port), str(n_threads)), env=child_env(),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            if _wait_listening(proc, port, timeout_s, last=attempt == PORT_TRIES - 1):
+                yield f"127.0.0.1:{port}"
+                return
+        finally:
+            stop_group(proc, grace_s=1.0)
+
+
+def _wait_listening(proc: subprocess.Popen, port: int, timeout_s: float, *, last: bool) -> bool:
+    """True once `proc` listens on the port itself; False where it could not bind it (another process has it) and
+    another try is left; an EngineError otherwise."""
+    deadline = time.monotonic() + timeout_s
+    while not (accepts(port) and listens(proc.pid, port)):
+        if proc.poll() is not None:
+            tail = (proc.stderr.read() or b"").decode(errors="replace").strip().splitlines()[-1:]
+            if not last and accepts(port):  # someone else listens there: our server could not bind
+                return False
+            raise EngineError(f"the RPC server (emulated card) exited at start: {' '.join(tail) or 'no message'}")
+        if time.monotonic() > deadline:
+            raise EngineError(f"the RPC server (emulated card) did not listen on 127.0.0.1:{port} in {timeout_s:.0f} s")
+        time.sleep(0.05)
+    return True
 
 
 def query_memory(endpoint: str) -> tuple[int, int, int]:
@@ -90,6 +118,28 @@ def query_memory(endpoint: str) -> tuple[int, int, int]:
     free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
     rpc.ggml_backend_rpc_get_device_memory(endpoint.encode(), 0, ctypes.byref(free), ctypes.byref(total))
     return int(free.value), int(total.value), count
+
+
+MAX_DEVICE_BYTES = 1024**5  # a PiB: no device is bigger; a server that says more is not telling the truth
+MEMORY_QUERY_HEAP = 1024**3  # the memory query's heap: a host claiming 2^32 devices cannot grow it past this
+
+
+def distinct_servers(endpoints: tuple[str, ...]) -> None:
+    """One EngineError where two endpoints name one server (localhost:P and 127.0.0.1:P): llama.cpp would open it
+    twice and wait on itself."""
+    seen: dict[tuple, str] = {}
+    for endpoint in endpoints:
+        host, port = endpoint.rsplit(":", 1)
+        try:
+            infos = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)
+            addresses = {info[4][:2] for info in infos}
+        except OSError:
+            continue  # not resolvable: reachable() says so in its own words
+        for address in addresses:
+            if address in seen and seen[address] != endpoint:
+                raise EngineError(f"--rpc {seen[address]} and {endpoint} name one server ({address[0]} port "
+                                  f"{address[1]}): give each server once")
+            seen[address] = endpoint
 
 
 def reachable(endpoint: str, timeout_s: float = 5.0) -> str | None:
@@ -113,8 +163,8 @@ def remote_memory(endpoint: str, timeout_s: float = 30.0) -> tuple[int, int]:
     if why:
         raise EngineError(f"--rpc {endpoint}: no ggml-rpc-server can be reached there ({why})")
     try:
-        done = subprocess.run([sys.executable, "-m", "llamabench.llama.rpc", "memory", endpoint], capture_output=True,
-                              text=True, timeout=timeout_s)
+        done = subprocess.run(child_argv("llamabench.llama.rpc", "memory", endpoint), capture_output=True,
+                              text=True, timeout=timeout_s, env=child_env())
     except subprocess.TimeoutExpired:
         raise EngineError(f"--rpc {endpoint}: the server did not report its memory in {timeout_s:.0f} s") from None
     words = done.stdout.split()
@@ -124,6 +174,9 @@ def remote_memory(endpoint: str, timeout_s: float = 30.0) -> tuple[int, int]:
     free, total, count = (int(w) for w in words)
     if total == 0:
         raise EngineError(f"--rpc {endpoint}: the server reports no device memory")
+    if total > MAX_DEVICE_BYTES or free > total:
+        raise EngineError(f"--rpc {endpoint}: the server reports {free:,} B free of {total:,} B: not a device's "
+                          "memory (free above total, or more than a PiB)")
     if count > 1:
         raise EngineError(f"--rpc {endpoint}: the server offers {count} devices; llamabench plans one card per server "
                           "(start one ggml-rpc-server per card, each with its own -d DEVICE)")
@@ -133,6 +186,7 @@ def remote_memory(endpoint: str, timeout_s: float = 30.0) -> tuple[int, int]:
 def main() -> int:
     die_with_parent()
     if sys.argv[1] == "memory":
+        resource.setrlimit(resource.RLIMIT_DATA, (MEMORY_QUERY_HEAP, MEMORY_QUERY_HEAP))
         print(*query_memory(sys.argv[2]))
         return 0
     serve(int(sys.argv[1]), int(sys.argv[2]))

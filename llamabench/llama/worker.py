@@ -7,10 +7,8 @@ own session and killed with its whole group on Ctrl-C, so no llama.cpp process o
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
@@ -35,7 +33,7 @@ from .messages import (
     read_event,
     to_wire,
 )
-from .process import stop_group
+from .process import child_argv, child_env, stop_group
 
 E = TypeVar("E")
 
@@ -60,11 +58,8 @@ def signal_name(returncode: int) -> str:
 
 
 def _start() -> subprocess.Popen:
-    # GGML_NO_BACKTRACE: an abort prints its assert line, not a gdb session
-    env = dict(os.environ, PYTHONUNBUFFERED="1", GGML_NO_BACKTRACE="1")
-    return subprocess.Popen([sys.executable, "-m", "llamabench.llama.child"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+    return subprocess.Popen(child_argv("llamabench.llama.child"), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=child_env(), start_new_session=True)
 
 
 def last_error_line(stderr: str) -> str | None:

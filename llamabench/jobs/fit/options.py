@@ -185,6 +185,7 @@ def with_remote_hosts(budgets: list[Budget], endpoints: tuple[str, ...]) -> list
     budget its free memory as the running ggml-rpc-server reports it."""
     if not endpoints:
         return budgets
+    rpc_backend.distinct_servers(tuple(endpoints))
     remote = tuple(Card(ep, rpc_backend.remote_memory(ep)[0], ep) for ep in endpoints)
     out = []
     for b in budgets:
