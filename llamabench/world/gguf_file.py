@@ -295,6 +295,10 @@ def read_metadata(path: str | os.PathLike, part: Callable[[int, int], Path] | No
         raise BadModelFile(f"{path}: part {split_no + 1} of a split set: give the first part")
     locate = part or (lambda index, n: sibling_part(Path(path), index, n))
     tensors, total = list(meta.tensors), meta.file_bytes
+    expected_count = meta.keys.get("split.tensors.count")
+    if isinstance(expected_count, int) and expected_count > MAX_TENSORS:
+        raise BadModelFile(f"{path}: split.tensors.count {expected_count:,}: more than {MAX_TENSORS:,} tensors in one "
+                           "model (real models hold far fewer)")
     for index in range(2, count + 1):
         part_path = locate(index, count)
         if not Path(part_path).exists():
@@ -302,6 +306,9 @@ def read_metadata(path: str | os.PathLike, part: Callable[[int, int], Path] | No
         part_meta = _read_one(Path(part_path), need_architecture=False)
         tensors += [replace(t, part=index - 1) for t in part_meta.tensors]
         total += part_meta.file_bytes
+        if len(tensors) > MAX_TENSORS:  # the bound is the set's, not each part's: stop before reading more parts
+            raise BadModelFile(f"{path}: the split set holds more than {MAX_TENSORS:,} tensors by part {index} of "
+                               f"{count} (real models hold far fewer)")
     expected = meta.keys.get("split.tensors.count")
     if isinstance(expected, int) and expected != len(tensors):
         raise BadModelFile(f"{path}: the split set holds {len(tensors)} tensors, split.tensors.count says {expected}")

@@ -336,3 +336,20 @@ def test_the_number_of_requests_is_bounded(served, capsys, tmp_path, monkeypatch
     monkeypatch.setenv("LLAMABENCH_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(remote, "MAX_REQUESTS", 2)  # the 3 MiB header takes 3
     one_error(capsys, ["inspect", f"{server.url}/files/big-header.gguf"], "more than 2 requests")
+
+
+def test_the_tensor_bound_is_the_split_sets_not_each_parts(tmp_path, monkeypatch):
+    """30 parts of 65,536 tensors each ran past 60 s: the bound holds for the set, checked as parts are read."""
+    from llamabench.core.errors import BadModelFile
+    from llamabench.world import gguf_file
+
+    twin = write_twin(catalog.get_entry("qwen3-30b-a3b").metadata, tmp_path / "t.gguf").path
+    parts = write_split(twin, tmp_path, 3)
+    n_tensors = len(gguf_file.read_metadata(parts[0]).tensors)
+    monkeypatch.setattr(gguf_file, "MAX_TENSORS", n_tensors - 1)  # the set holds one more than the bound
+    read = []
+    real = gguf_file._read_one
+    monkeypatch.setattr(gguf_file, "_read_one", lambda p, **kw: (read.append(p), real(p, **kw))[1])
+    with pytest.raises(BadModelFile, match="split.tensors.count|more than"):
+        gguf_file.read_metadata(parts[0])
+    assert len(read) <= 3
