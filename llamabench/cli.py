@@ -123,7 +123,8 @@ def _main(argv: list[str] | None, ended: _Ended) -> int:
         if os.environ.get("LLAMABENCH_DEBUG") == "1":
             raise
         hint = f" (hint: {exc.hint})" if exc.hint else ""
-        print(f"llamabench: error: {exc}{hint}", file=sys.stderr)
+        # one line, whatever a path or a file's string held (a newline, an escape sequence): escaped at this door
+        print(escaped(f"llamabench: error: {exc}{hint}"), file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     except BrokenPipeError:  # e.g. `llamabench inspect ... | head`
         devnull = os.open(os.devnull, os.O_WRONLY)

@@ -7,11 +7,12 @@ import math
 import sys
 from typing import Callable
 
+from ..core.safe_text import escaped
 from ..settings.params import OutputFormat
 
 
 def warn(message: str) -> None:
-    print(f"llamabench: warning: {message}", file=sys.stderr)
+    print(escaped(f"llamabench: warning: {message}"), file=sys.stderr)  # one line, control characters escaped
 
 
 def finite(value):

@@ -83,3 +83,16 @@ def test_threads_past_ggmls_limit_are_refused_before_a_child_crashes(capsys, thr
 def test_cpu_only_refuses_card_options_it_would_ignore(capsys, extra):
     code, _, err = run(capsys, ["fit", "qwen3-5-35b-a3b", "--cpu-only", "--ram", "64GiB", *extra])
     assert code == 2 and "--cpu-only uses no card" in err
+
+
+def test_a_file_name_with_a_newline_and_an_escape_is_one_escaped_line(capsys, tmp_path):
+    name = str(tmp_path / "a\nb\x1b[31m.gguf")
+    code, _, err = run(capsys, ["inspect", name])
+    assert code == 1 and err.count("\n") == 1 and "\x1b" not in err and "a\\x0ab\\x1b[31m.gguf" in err
+
+
+def test_a_path_that_is_not_utf8_is_one_line(capsys, tmp_path):
+    path = tmp_path / "a\udcffb.jsonl"  # the bytes a\xffb from the file system
+    path.write_text("x")
+    code, _, err = run(capsys, ["report", str(path)])
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
