@@ -16,6 +16,8 @@ CACHE_ENV = "LLAMABENCH_CACHE_DIR"
 REPORTS_ENV = "LLAMABENCH_REPORTS_DIR"
 CATALOG_ENV = "LLAMABENCH_CATALOG"
 HTTP_TIMEOUT_ENV = "LLAMABENCH_HTTP_TIMEOUT"
+HTTP_LOW_SPEED_ENV = "LLAMABENCH_HTTP_LOW_SPEED"
+DEFAULT_LOW_SPEED = (1024, 15.0)  # as curl's --speed-limit 1024 --speed-time 15: fewer bytes in that long is a stall
 SHIM_ENV = "LLAMABENCH_SHIM_DIR"
 DEFAULT_HTTP_TIMEOUT_S = 120.0  # the whole header read: 30 MB of a big vocabulary over a slow link
 MAX_HTTP_TIMEOUT_S = 3600.0
@@ -79,3 +81,21 @@ def http_timeout() -> float:
     if not math.isfinite(value) or not 0 < value <= MAX_HTTP_TIMEOUT_S:
         raise UsageError(f"{HTTP_TIMEOUT_ENV}={raw[:40]!r}: give seconds above 0, at most {MAX_HTTP_TIMEOUT_S:g}")
     return value
+
+
+def http_low_speed() -> tuple[int, float]:
+    """LLAMABENCH_HTTP_LOW_SPEED as BYTES/SECONDS (default 1024/15): a remote read that gets fewer bytes than that
+    in that many seconds fails in one line, without waiting for the whole deadline (curl's --speed-limit /
+    --speed-time); 0/0 turns it off."""
+    raw = os.environ.get(HTTP_LOW_SPEED_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_LOW_SPEED
+    n_bytes, _, seconds = raw.partition("/")
+    try:
+        limit, window = int(n_bytes), float(seconds)
+    except ValueError:
+        raise UsageError(f"{HTTP_LOW_SPEED_ENV}={raw[:40]!r}: write BYTES/SECONDS, e.g. 1024/15") from None
+    if limit < 0 or not math.isfinite(window) or not 0 <= window <= MAX_HTTP_TIMEOUT_S:
+        raise UsageError(f"{HTTP_LOW_SPEED_ENV}={raw[:40]!r}: bytes from 0 up, seconds from 0 to "
+                         f"{MAX_HTTP_TIMEOUT_S:g}")
+    return limit, window

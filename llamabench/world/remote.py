@@ -30,7 +30,7 @@ from ..core.errors import LlamabenchError
 from ..core.safe_text import escaped
 from ..model.split_name import split_path, split_prefix
 from .gguf_file import BadHeader, NeedMore, parse_header
-from .paths import http_timeout
+from .paths import http_low_speed, http_timeout
 
 FIRST_RANGE = 1 << 20  # 1 MiB, doubled until the header and tensor infos are in
 MAX_HEADER = 1 << 30  # a GGUF whose header and tensor infos exceed 1 GiB is not one llamabench reads
@@ -114,17 +114,42 @@ class _Answer:
 
 class _Deadline:
     """One clock for all the requests of one header read. When it runs out, the sockets still open are
-    shut, so a server that trickles its headers or body a byte at a time cannot hold a read past it."""
+    shut, so a server that trickles its headers or body a byte at a time cannot hold a read past it. A low-speed
+    limit too (curl's --speed-limit / --speed-time): fewer than `low_bytes` in any `low_seconds` (headers count as
+    nothing until they are whole) cuts the read early, said as a stall."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, low_speed: tuple[int, float] = (0, 0.0)):
         self.seconds = seconds
         self.end = time.monotonic() + seconds
         self.expired = False
+        self.stalled = False
+        self.low_bytes, self.low_seconds = low_speed
+        self._arrived: list[tuple[float, int]] = [(time.monotonic(), 0)]
         self._conns: list = []
         self._lock = threading.Lock()
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
         self._timer.start()
+        self._done = threading.Event()
+        if self.low_bytes and self.low_seconds:
+            threading.Thread(target=self._watch_speed, daemon=True).start()
+
+    def got(self, n_bytes: int) -> None:
+        """Bytes of an answer arrived (the low-speed limit's measure)."""
+        with self._lock:
+            self._arrived.append((time.monotonic(), n_bytes))
+
+    def _watch_speed(self) -> None:
+        while not self._done.wait(min(1.0, self.low_seconds / 4)):
+            now = time.monotonic()
+            with self._lock:
+                first = self._arrived[0][0]
+                recent = sum(n for t, n in self._arrived if t >= now - self.low_seconds)
+                self._arrived = [(t, n) for t, n in self._arrived if t >= now - self.low_seconds] or [(first, 0)]
+            if now - first >= self.low_seconds and recent < self.low_bytes:
+                self.stalled = True
+                self._expire()
+                return
 
     def left(self) -> float:
         return self.end - time.monotonic()
@@ -143,6 +168,7 @@ class _Deadline:
 
     def cancel(self) -> None:
         self._timer.cancel()
+        self._done.set()
 
 
 def _cut(conn) -> None:
@@ -194,7 +220,7 @@ class _Reader:
 
     def __init__(self, url: str, headers: dict):
         self.url, self.shown, self.headers = url, redact(url), headers
-        self.deadline = _Deadline(http_timeout())
+        self.deadline = _Deadline(http_timeout(), http_low_speed())
         self.session = _session(self.deadline)
         self.requests = 0
         self.version: tuple | None = None
@@ -210,6 +236,10 @@ class _Reader:
         return RemoteError(f"{self.shown}: {what}")
 
     def too_slow(self) -> RemoteError:
+        if self.deadline.stalled:
+            d = self.deadline
+            return self.error(f"fewer than {d.low_bytes:,} bytes arrived in {d.low_seconds:g} s: the server stalls "
+                              "(LLAMABENCH_HTTP_LOW_SPEED sets the limit)")
         return self.error(f"no complete answer within {self.deadline.seconds:g} s")
 
     def changed(self) -> RemoteError:
@@ -255,6 +285,7 @@ class _Reader:
         auth = get_auth_from_url(url) if _USERINFO.match(url) else None
         for _ in range(MAX_REDIRECTS + 1):
             response = self._send(url, headers, auth)
+            self.deadline.got(sum(len(k) + len(v) + 4 for k, v in response.headers.items()))  # the whole header
             if not response.is_redirect:
                 return response
             response.close()
@@ -344,6 +375,7 @@ class _Reader:
             for chunk in response.iter_content(min(READ_CHUNK, want)):
                 chunks.append(chunk)
                 got += len(chunk)
+                self.deadline.got(len(chunk))
                 if got >= want:
                     break
                 self.time_left()

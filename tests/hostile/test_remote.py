@@ -353,3 +353,22 @@ def test_the_tensor_bound_is_the_split_sets_not_each_parts(tmp_path, monkeypatch
     with pytest.raises(BadModelFile, match="split.tensors.count|more than"):
         gguf_file.read_metadata(parts[0])
     assert len(read) <= 3
+
+
+@pytest.mark.parametrize("mode", ["trickle-status", "trickle-head", "trickle-body"])
+def test_a_trickling_server_fails_on_the_low_speed_limit_before_the_deadline(served, capsys, monkeypatch, tmp_path,
+                                                                              mode):
+    """10 bytes a second is a stall, as curl's --speed-limit / --speed-time say: one line long before 120 s."""
+    server, _ = served
+    monkeypatch.setenv("LLAMABENCH_HTTP_LOW_SPEED", "1024/2")
+    monkeypatch.setenv("LLAMABENCH_CACHE_DIR", str(tmp_path))
+    start = time.monotonic()
+    line = one_error(capsys, ["inspect", f"{server.url}/{mode}/qwen35-twin.gguf"], "the server stalls")
+    assert time.monotonic() - start < 8 and "fewer than 1,024 bytes arrived in 2 s" in line
+
+
+def test_a_healthy_server_is_not_a_stall(served, capsys, monkeypatch, tmp_path):
+    server, _ = served
+    monkeypatch.setenv("LLAMABENCH_HTTP_LOW_SPEED", "1024/2")
+    monkeypatch.setenv("LLAMABENCH_CACHE_DIR", str(tmp_path))
+    assert main(["inspect", f"{server.url}/files/qwen35-twin.gguf", "-c", "4096"]) == 0
