@@ -30,6 +30,7 @@ from .jobs.bench.plan import BENCH_LISTS as BENCH_LISTS
 from .jobs.bench.plan import BENCH_PARAMS as BENCH_PARAMS
 from .jobs.bench.plan import BENCH_TESTS as BENCH_TESTS
 from .jobs.bench.plan import BenchPlan, plan_bench
+from .jobs.bench.serve import ServerOptions
 from .jobs.fit.job import run_fit
 from .jobs.fit.options import FIT_DEFAULTS as FIT_DEFAULTS
 from .jobs.fit.options import FIT_LISTS as FIT_LISTS
@@ -63,6 +64,7 @@ from .settings.bench_tests import BenchTest
 from .settings.budget import Budget, Card
 from .settings.params import DEFAULT_N_CTX, SCHEMA, Params
 from .settings.sweep import parse_value
+from .settings.values import Runtime
 from .world import catalog, paths
 
 PathLike = str | os.PathLike
@@ -146,6 +148,8 @@ class BenchRun:
     skipped: int = 0  # tests the results file already held (resume)
     interrupted: bool = False
     dry_run: bool = False
+    runtime: str = "llama-cpp-python"
+    commands: tuple[str, ...] = ()  # llama-server: what each configuration starts (or the URL it attaches to)
 
     @property
     def failed(self) -> int:
@@ -161,19 +165,28 @@ class BenchRun:
 
 def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=None, results: PathLike | None = None,
           resume: bool = False, dry_run: bool = False, on_event: Callable[[str, dict], None] | None = None,
-          rpc=None, **params) -> BenchRun:
+          rpc=None, runtime=None, server_cmd: str | None = None, url: str | None = None,
+          server_bin: PathLike | None = None, concurrency=None, **params) -> BenchRun:
     """Real llama.cpp contexts, one child process per configuration: what each allocates, and ppN / tgN @ dD t/s.
 
     Every list expands (llama-bench's sweep); every test is appended to `results` (default
     reports/local/<label>/bench.jsonl) as soon as it is measured; a failed configuration is recorded
     with llama.cpp's reason and the sweep goes on; `resume` skips what `results` already holds. `rpc=
     "HOST:PORT,..."` spreads the model over ggml-rpc-servers too, as llama-bench --rpc (RPC devices first).
+
+    `runtime="llama-server"` benches llama.cpp's llama-server through its HTTP API instead: one server per
+    configuration, started from `server_cmd` (a llama-server line, e.g. what `fit` printed) or from the bench
+    parameters (`n_seq` is its -np), found at `server_bin`, on PATH or among the built tools; or the running
+    one at `url`. `concurrency` parallel requests, one slot each; each record holds the exact command and the
+    server's own timings beside the client's clock.
     """
     resume, dry_run = flag("resume", resume), flag("dry_run", dry_run)
+    server = _server_options(runtime, server_cmd, url, server_bin, concurrency)
     plan = plan_bench(model_argument(model), params, n_prompt=n_prompt, n_gen=n_gen, n_depth=n_depth,
-                      repetitions=repetitions, results=results, rpc=rpc)
+                      repetitions=repetitions, results=results, rpc=rpc, server=server)
     run = BenchRun(plan.source.label, str(plan.target), plan.configurations, plan.tests, plan.repetitions,
-                   dry_run=dry_run)
+                   dry_run=dry_run, runtime=plan.runtime,
+                   commands=tuple(plan.server_command(p) for p in plan.configurations) if server else ())
     if dry_run:
         return run
     jsonl.check_destination(plan.target)  # before the first measurement, not after it
@@ -183,11 +196,29 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
     return replace(run, records=tuple(written), skipped=outcome.skipped, interrupted=outcome.interrupted)
 
 
+def _server_options(runtime, server_cmd, url, server_bin, concurrency) -> ServerOptions | None:
+    chosen = parse_value("runtime", runtime, listed=False) if runtime is not None else Runtime.LLAMA_CPP_PYTHON
+    given = [name for name, v in (("server_cmd", server_cmd), ("url", url), ("server_bin", server_bin),
+                                  ("concurrency", concurrency)) if v is not None]
+    if chosen is not Runtime.LLAMA_SERVER:
+        if given:
+            raise UsageError(f"{', '.join(given)}: only with runtime llama-server (--runtime llama-server)")
+        return None
+    if server_cmd and url:
+        raise UsageError("give --server-cmd (a server to start) or --url (one running), not both")
+    c = parse_value("concurrency", concurrency, listed=False) if concurrency is not None else 1
+    return ServerOptions(server_cmd or None, url or None, str(server_bin) if server_bin else None, c)
+
+
 def _measured(plan: BenchPlan) -> Callable[[tuple[str, ...]], set[tuple[Params, BenchTest]]]:
-    """resume: the tests the results file holds already, of this model on these devices."""
+    """resume: the tests the results file holds already, of this model on these devices, by this runtime (and
+    as many parallel requests)."""
+    concurrency = plan.server.concurrency if plan.server else 1
+
     def measured(devices: tuple[str, ...]) -> set[tuple[Params, BenchTest]]:
         return {(r.params, r.test) for r in read_records(plan.target).records
-                if isinstance(r, BenchRecord) and r.model.label == plan.source.label and r.devices == devices}
+                if isinstance(r, BenchRecord) and r.model.label == plan.source.label and r.devices == devices
+                and r.runtime == plan.runtime and r.concurrency == concurrency}
 
     return measured
 

@@ -23,35 +23,87 @@ EXAMPLES = """examples:
   llamabench bench model.gguf -c 32k -d 0-16384+4096 -p 512 -n 32   # depths 0, 4096, ..., 16384
   llamabench bench qwen3-5-35b-a3b -c 131072 --dry-run          # print the plan only
   llamabench bench model.gguf -ngl 99 --rpc 10.0.0.2:50052 -ts 1,1  # spread over a ggml-rpc-server, as llama-bench
+  llamabench bench model.gguf --runtime llama-server -c 8192 -np 2 --concurrency 2 -d 0,2048 -p 256 -n 32
+  llamabench bench model.gguf --runtime llama-server --server-cmd "llama-server -m model.gguf -c 32768 -np 4 -kvu"
+  llamabench bench model.gguf --runtime llama-server --url http://127.0.0.1:8080 -d 0,4096
 Each configuration runs in its own child process; every test is appended to --results as soon
 as it is measured, a failed configuration is recorded with llama.cpp's reason and the sweep goes
 on, and --resume skips what the results file already holds. A catalog id runs on its geometry
 twin. Exit code 1 when any test failed (the count is printed).
+--runtime llama-server benches llama.cpp's llama-server through its HTTP API instead (one server per
+configuration, stopped when the bench ends): per depth it fills each slot once through the prompt cache,
+then times P new tokens (prefill, TTFT) and N generated ones (decode), the server's own timings beside the
+client's clock; a line per depth on stderr.
 """
 TESTS = ("n_prompt", "n_gen", "n_depth", "repetitions")
 OPTIONS = ("rpc", "results", "resume", "dry_run")
+SERVER = ("runtime", "server_cmd", "url", "server_bin", "concurrency")
+SERVER_PARAMS = ("n_seq", "kv_unified")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_arguments(parser, ("model", *api.BENCH_PARAMS, *TESTS, *OPTIONS, "output"),
-                            lists=(*api.BENCH_LISTS, "n_prompt", "n_gen", "n_depth"),
-                            defaults={"output": OutputFormat.MD, "n_ctx": None},
+    arguments.add_arguments(parser, ("model", *api.BENCH_PARAMS, *SERVER_PARAMS, *TESTS, *OPTIONS, *SERVER, "output"),
+                            lists=(*api.BENCH_LISTS, "n_prompt", "n_gen", "n_depth", "n_seq"),
+                            defaults={"output": OutputFormat.MD, "runtime": None, "concurrency": None,
+                                      "n_ctx": None},
                             helps={"n_ctx": "context length n_ctx: 4096 or 32k (default: the deepest depth + prompt + "
-                                            "generated tokens, as llama-bench sizes its contexts)"})
+                                            "generated tokens, as llama-bench sizes its contexts)",
+                                   "runtime": "the program timed: llama-cpp-python (a Llama() context in a child, as "
+                                   "llama-bench; the default) or llama-server (through its HTTP API)",
+                                   "n_seq": "llama-server's slots (-np); --runtime llama-server only",
+                                   "kv_unified": "llama-server: one KV stream for all slots; --runtime llama-server "
+                                   "only"})
+
+
+def _keywords(args: argparse.Namespace) -> dict:
+    kwargs = keywords(args, (*api.BENCH_PARAMS, *TESTS, *OPTIONS, *SERVER))
+    given = {n: getattr(args, n) for n in SERVER_PARAMS if getattr(args, n) not in ((1,), 1, False, None)}
+    if args.runtime is not None and str(args.runtime) == "llama-server":
+        given = {n: getattr(args, n) for n in SERVER_PARAMS}
+    return kwargs | given
+
+
+def _print_plan(plan) -> None:
+    print(f"plan for {plan.model}: {len(plan.configurations)} cells x {len(plan.tests)} tests, {plan.repetitions} "
+          f"repetitions, runtime {plan.runtime}, results -> {plan.results}")
+    for i, p in enumerate(plan.configurations):
+        print(f"  {p.label}: " + ", ".join(t.name for t in plan.tests))
+        if plan.commands:
+            print(f"    {plan.commands[i]}")
+
+
+def _rate(m) -> str:
+    """A measurement's total t/s (every parallel request's tokens over the wall time), its server's beside it."""
+    if not m.samples_ns:
+        return "failed: " + (m.reason or "")[:80]
+    c = m.server.concurrency if m.server else 1
+    total = m.test.n_tokens * c * len(m.samples_ns) / sum(m.samples_ns) * 1e9
+    own = m.server.server_ts(str(m.test.kind)) if m.server else None
+    return f"{total:.2f} t/s" + (f" (server's own {own:.2f} per request)" if own else "")
+
+
+def _depth_line(data) -> None:
+    """--runtime llama-server: one plain line per depth on stderr, terminal or not."""
+    fill = f"filled {data['slots']} slot(s) in {data['fill_ms'] / 1e3:.1f} s; " if data["fill_ms"] else ""
+    shown = ", ".join(f"{m.test.name.split(' @')[0]} {_rate(m)}" for m in data["measurements"])
+    print(f"llamabench: llama-server depth {data['depth']}: {fill}{shown}", file=sys.stderr, flush=True)
 
 
 def run(args: argparse.Namespace) -> int:
-    kwargs = keywords(args, (*api.BENCH_PARAMS, *TESTS, *OPTIONS))
+    kwargs = _keywords(args)
     if args.dry_run:
-        plan = api.bench(args.model, **kwargs)
-        print(f"plan for {plan.model}: {len(plan.configurations)} cells x {len(plan.tests)} tests, {plan.repetitions} "
-              f"repetitions, results -> {plan.results}")
-        for p in plan.configurations:
-            print(f"  {p.label}: " + ", ".join(t.name for t in plan.tests))
+        _print_plan(api.bench(args.model, **kwargs))
         return 0
     progress = Progress(0, enabled=sys.stderr.isatty())  # the "plan" event gives the number of tests
+
+    def on_event(kind: str, data) -> None:
+        if kind == "depth":
+            progress.close()
+            _depth_line(data)
+        progress(kind, data)
+
     try:
-        run_ = api.bench(args.model, on_event=progress, **kwargs)
+        run_ = api.bench(args.model, on_event=on_event, **kwargs)
     finally:
         progress.close()
     for line in read_records(run_.results).warnings if args.resume else ():

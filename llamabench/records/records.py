@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from ..core import serial, stats
 from ..core.safe_text import escaped_tree
-from ..jobs.bench.measure import Measurement, Memory, Roofline
+from ..jobs.bench.measure import Measurement, Memory, Roofline, ServerBench
 from ..jobs.fit.advice import run_line
 from ..jobs.fit.result import FitResult
 from ..jobs.fit.verify import FitVerification
@@ -269,6 +269,8 @@ class BenchRecord(Record):
     roofline: Roofline | None = None
     # the devices the model was spread over, in llama.cpp's order (RPC0[HOST:PORT], CUDA0)
     devices: tuple[str, ...] = ()
+    runtime: str = "llama-cpp-python"  # the program timed: a Llama() context, or llama-server over HTTP
+    server: ServerBench | None = None  # llama-server: its command, slots, parallel requests and own timings
     kind: ClassVar[RecordKind] = RecordKind.BENCH
 
     @classmethod
@@ -278,7 +280,8 @@ class BenchRecord(Record):
             model = dataclasses.replace(model, desc=m.model_desc, size_bytes=m.model_size_bytes, n_params=m.n_params)
         return cls(model=model, params=m.params, test=m.test, repetitions=m.repetitions, samples_ns=m.samples_ns,
                    reason=m.reason, allocations=m.allocations, memory=m.memory, footprint=footprint,
-                   theory_error=theory_error, roofline=roofline, machine=machine, versions=versions)
+                   theory_error=theory_error, roofline=roofline, machine=machine, versions=versions,
+                   runtime=m.runtime, server=m.server)
 
     @property
     def ok(self) -> bool:
@@ -293,6 +296,8 @@ class BenchRecord(Record):
         rf = self.roofline
         if rf and (rf.full_gqa_bytes_per_token is None) != (rf.full_gqa_attention_flops is None):
             return "roofline: full_gqa_bytes_per_token and full_gqa_attention_flops go together"
+        if (self.server is not None) != (self.runtime == "llama-server"):
+            return f"runtime {self.runtime!r} with{'' if self.server else 'out'} a llama-server block"
         return None
 
     @property
@@ -300,12 +305,23 @@ class BenchRecord(Record):
         return "ok" if self.ok else "failed"
 
     def summary(self) -> dict:
-        return {"status": self.status, "avg_ts": self.avg_ts, "stddev_ts": self.stddev_ts, "kv_match": self.kv_match,
-                "recurrent_match": self.recurrent_match}
+        out = {"status": self.status, "avg_ts": self.avg_ts, "stddev_ts": self.stddev_ts, "kv_match": self.kv_match,
+               "recurrent_match": self.recurrent_match, "runtime": self.runtime}
+        if self.server:
+            kind = str(self.test.kind)
+            out |= {"concurrency": self.concurrency, "request_ts": self.server.request_ts(kind, self.test.n_tokens),
+                    "server_ts": self.server.server_ts(kind), "ttft_ms": self.server.ttft_ms,
+                    "draft_acceptance": self.server.acceptance}
+        return out
+
+    @property
+    def concurrency(self) -> int:
+        return self.server.concurrency if self.server else 1
 
     @property
     def samples_ts(self) -> tuple[float, ...]:
-        return tuple(stats.tokens_per_second(self.test.n_tokens, ns) for ns in self.samples_ns)
+        """Total t/s of each repetition: every parallel request's tokens over the wall time of them all."""
+        return tuple(stats.tokens_per_second(self.test.n_tokens * self.concurrency, ns) for ns in self.samples_ns)
 
     @property
     def avg_ts(self) -> float | None:
@@ -333,7 +349,13 @@ class BenchRecord(Record):
 
     @property
     def series(self) -> str:
-        return self.machine.series(self.backend)
+        """The machine and backend; llama-server records are a series of their own (the runtime, the slots and
+        parallel requests beyond one)."""
+        base = self.machine.series(self.backend)
+        if self.runtime != "llama-server":
+            return base
+        c = self.concurrency
+        return f"{base}, llama-server" + (f" x{c} parallel" if c > 1 else "")
 
     @property
     def kv_match(self) -> bool | None:
@@ -381,9 +403,9 @@ serial.allow_infinity(SpeedModel, "compute")  # attention compute not limiting: 
 # made them ints below 2**63 and finite floats. Every number is >= 0 but those named here as possibly negative;
 # those named positive are > 0 (what a speed, a time or a division is made of).
 MAY_BE_NEGATIVE = frozenset({"prio", "cache_ram_mib", "rss_delta", "gpu_delta"})
-POSITIVE = frozenset({"samples_ns", "n_tokens", "repetitions", "tok_s", "full_gqa_tok_s", "measured_tok_s",
-                      "split_tok_s", "SpeedModel.bandwidth", "SpeedModel.compute", "peak_gbps", "copy_gbps",
-                      "triad_gbps",
+POSITIVE = frozenset({"samples_ns", "n_tokens", "repetitions", "concurrency", "slots", "tok_s", "full_gqa_tok_s",
+                      "measured_tok_s", "split_tok_s", "SpeedModel.bandwidth", "SpeedModel.compute", "peak_gbps",
+                      "copy_gbps", "triad_gbps",
                       "Roofline.weights_bytes", "Roofline.bytes_per_token", "Roofline.full_gqa_bytes_per_token",
                       "RooflineRow.bytes_per_token", "RooflineRow.full_gqa_bytes_per_token",
                       "weights_read_per_token"})

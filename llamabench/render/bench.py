@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..core.units import GIB
 from ..records.records import BenchRecord
 from .fields import Field, fixed2, mib, table
 
-SPEED, MEMORY = frozenset({"speed"}), frozenset({"memory"})
+SPEED, MEMORY, SERVER = frozenset({"speed"}), frozenset({"memory"}), frozenset({"server"})
 NONE: frozenset[str] = frozenset()
 
 
@@ -14,7 +16,14 @@ def _ts(r: BenchRecord) -> str:
     return f"{r.avg_ts:.2f} ± {r.stddev_ts:.2f}" if r.ok else "failed: " + (r.reason or "")[:80]
 
 
+def _server(get):
+    """A llama-server record's value (None for a Llama() record)."""
+    return lambda r: get(r, r.server, str(r.test.kind)) if r.server else None
+
+
 def _verdict(r: BenchRecord) -> str:
+    if r.kv_match is None and r.server and r.ok:
+        return "-"  # llama-server: its allocations are its own log's, not read here
     if r.kv_match is None:
         return "failed: " + (r.reason or r.theory_error or "")[:60]
     return "match" if r.kv_match and r.recurrent_match else "MISMATCH"
@@ -45,6 +54,16 @@ FIELDS: tuple[Field, ...] = (
     Field("n_gen", "n_gen", lambda r: r.test.n_tokens if r.test.kind == "tg" else 0, views=NONE),
     Field("n_depth", "n_depth", lambda r: r.test.depth, views=NONE),
     Field("t_s", "t/s", _ts, align="r", views=SPEED, csv=False),
+    Field("runtime", "runtime", lambda r: r.runtime, views=SERVER),
+    Field("slots", "np", _server(lambda r, s, k: s.slots), align="r", views=SERVER),
+    Field("concurrency", "parallel", lambda r: r.concurrency, align="r", views=SERVER),
+    Field("request_ts", "t/s per request", _server(lambda r, s, k: s.request_ts(k, r.test.n_tokens)), fixed2, "r",
+          SERVER),
+    Field("server_ts", "server's own t/s", _server(lambda r, s, k: s.server_ts(k)), fixed2, "r", SERVER),
+    Field("ttft_ms", "TTFT ms", _server(lambda r, s, k: s.ttft_ms if k == "pp" else None), fixed2, "r", SERVER),
+    Field("draft_acceptance", "draft accepted", _server(lambda r, s, k: s.acceptance), lambda v: f"{v:.1%}", "r",
+          SERVER),
+    Field("server_command", "server command", _server(lambda r, s, k: s.command or s.url), views=NONE),
     Field("status", "status", lambda r: r.status, views=NONE),
     Field("avg_ts", "avg t/s", lambda r: r.avg_ts, fixed2, "r", NONE),
     Field("stddev_ts", "stddev t/s", lambda r: r.stddev_ts, fixed2, "r", NONE),
@@ -73,7 +92,12 @@ SERIES = Field("machine", "machine", lambda r: r.series)
 
 
 def speed_table(records: list[BenchRecord], fmt: str, *, with_series: bool = False) -> str:
-    return table(records, FIELDS, fmt, view_name="speed", lead=(SERIES,) if with_series else ())
+    """llama-bench's columns; with any llama-server record, its runtime, slots, parallel requests, per-request
+    and the server's own t/s, TTFT and draft acceptance beside them."""
+    fields = FIELDS
+    if any(r.server for r in records):
+        fields = tuple(replace(f, views=f.views | SPEED) if f.views == SERVER else f for f in FIELDS)
+    return table(records, fields, fmt, view_name="speed", lead=(SERIES,) if with_series else ())
 
 
 def memory_table(records: list[BenchRecord], fmt: str) -> str:
@@ -90,6 +114,11 @@ def render(records: list[BenchRecord], fmt: str) -> str:
     """`bench -o FORMAT`: text and md give both tables, csv every field of every record."""
     if fmt == "csv":
         return table(records, FIELDS, "csv")
-    return (speed_table(records, fmt) + "\n\nt/s: mean ± sample standard deviation over the repetitions (measured).\n\n"
+    server = ("\n\nllama-server: t/s is the total of the parallel requests (every request's tokens over the wall time "
+              "of them all, the client's clock: pp from the send to the first token, tg between the first and the last "
+              "token); per request, the client's and the server's own timings." if any(r.server for r in records)
+              else "")
+    return (speed_table(records, fmt) + "\n\nt/s: mean ± sample standard deviation over the repetitions (measured)."
+            + server + "\n\n"
             + memory_table(records, fmt) + "\n\ntheory: computed from the GGUF; llama.cpp: its allocation log lines "
             "(measured).")

@@ -26,6 +26,7 @@ from ..world.outputs import make_folder, write_atomically
 from . import plots
 from .kv_record import KIND_WORDS, KvEfficiencyRecord, build_record
 from .load import ModelResults
+from .runtimes import comparison_md
 
 FOLDER_NAME_MAX = 100  # characters (ASCII: bytes too), far below the 255 a file system allows
 _NOT_FOLDER_SAFE = re.compile(r"[^A-Za-z0-9._-]")
@@ -240,6 +241,13 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
                       "real model's speed.", ""]
         if "speed_vs_depth" in plot_names:
             lines += ["![speed against depth](speed_vs_depth.png)", ""]
+        side_by_side = comparison_md(results.bench)
+        if side_by_side:
+            lines += ["### llama-server beside Llama() at the same depth", "",
+                      "The same test on the same machine and KV settings: a Llama() context timed in a child (as "
+                      "llama-bench), and llama-server through its HTTP API (one request at a time, the context filled "
+                      "through its prompt cache; the client's clock, the server's own timings beside it).", "",
+                      side_by_side, ""]
     if series:
         lines += ["## Speed against the bytes each token reads", "",
                   "Each decoded token reads its active weights, the KV of every cached layer up to its depth (SWA "

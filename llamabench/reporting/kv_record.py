@@ -98,9 +98,11 @@ def kv_bytes_basis(ins: Inspection) -> str:
 
 
 def _timed(bench: list[BenchRecord], n_ctx: int) -> list[BenchRecord]:
-    """The f16 timed tests at this context from one machine (the one measured last)."""
+    """The f16 timed tests at this context from one machine (the one measured last); Llama() contexts where
+    there are any (the methodology's), else llama-server's."""
     ok = [r for r in bench if r.ok and r.params.n_ctx == n_ctx and r.params.type_k == "f16"
           and r.params.type_v == "f16"]
+    ok = [r for r in ok if r.runtime != "llama-server"] or ok
     if not ok:
         return []
     series = max(ok, key=lambda r: r.timestamp).series

@@ -187,6 +187,14 @@ _OPTIONS = (
        action="store_true"),
     _p("runtime", ["--runtime"], parse_runtime, "llama-server", "the program that creates the context: llama-server "
        "(the printed command) or llama-cpp-python (the Llama() call)", metavar="NAME"),
+    _p("server_cmd", ["--server-cmd"], text, None, "bench --runtime llama-server: the llama-server line to start "
+       "(what fit printed; llama-server is found as --server-bin says)", metavar="COMMAND"),
+    _p("url", ["--url"], text, None, "bench --runtime llama-server: a running llama-server to bench (not started, "
+       "not stopped)", metavar="http://HOST:PORT"),
+    _p("server_bin", ["--server-bin"], path, None, "the llama-server binary (default: llama-server on PATH, then "
+       "the tools ../shared/tools/build_llama_tools.sh builds)", metavar="PATH"),
+    _p("concurrency", ["--concurrency"], positive_int, 1, "bench --runtime llama-server: parallel requests, one "
+       "slot each (needs -np at least as many)"),
     _p("cache_ram", ["-cram", "--cache-ram"], int_at_least_minus_one, 8192,
        "llama-server's prompt cache limit in MiB (-1: no limit, 0: off; its default 8192)", metavar="MIB"),
     _p("ctx_checkpoints", ["-ctxcp", "--ctx-checkpoints"], nonneg_int, 32,

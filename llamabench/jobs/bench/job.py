@@ -23,7 +23,7 @@ from ...world import sysinfo
 from ...world.bandwidth import PeakBandwidth
 from ...world.sysinfo import Machine
 from ...world.versions import Versions, these_versions
-from . import runner
+from . import runner, serve
 from .measure import Measurement, WeightsBasis
 from .plan import BenchPlan
 from .runner import Event, SweepOutcome
@@ -45,7 +45,10 @@ class SweepBasis:
 def run_bench(plan: BenchPlan, *, save: Callable[[SweepBasis, Measurement], None],
               measured: Callable[[tuple[str, ...]], set[tuple[Params, BenchTest]]] | None = None,
               on_event: Event | None = None) -> SweepOutcome:
-    """Every configuration of the plan in a child of its own; `measured(devices)`: the tests to skip."""
+    """Every configuration of the plan in a child of its own (or on a llama-server of its own);
+    `measured(devices)`: the tests to skip."""
+    if plan.server:
+        return _run_server(plan, save, measured, on_event)
     hosts = plan.hosts
     for host in hosts:
         if why := rpc_backend.reachable(host):
@@ -64,6 +67,18 @@ def run_bench(plan: BenchPlan, *, save: Callable[[SweepBasis, Measurement], None
     return runner.run_sweep(str(path), list(plan.configurations), list(plan.tests), plan.repetitions,
                             save=lambda m: save(shared, m), done=lambda p, t: (p, t) in done, on_event=on_event,
                             rpc=(list(hosts) + list(engine.gpu_devices())) if hosts else None)
+
+
+def _run_server(plan: BenchPlan, save, measured, on_event: Event | None) -> SweepOutcome:
+    done = measured(()) if measured else set()
+    path = plan.source.gguf_for_llama()
+    shared = _sweep_basis(plan, path, ())
+    if on_event:
+        on_event("plan", {"tests": len(plan.configurations) * len(plan.tests)
+                          - len(done & {(p, t) for p in plan.configurations for t in plan.tests})})
+    return serve.run_server_sweep(str(path), list(plan.configurations), list(plan.tests), plan.repetitions,
+                                  plan.server, save=lambda m: save(shared, m), done=lambda p, t: (p, t) in done,
+                                  on_event=on_event)
 
 
 def _sweep_basis(plan: BenchPlan, path, devices: tuple[str, ...]) -> SweepBasis:

@@ -51,6 +51,64 @@ class Memory:
 
 
 @dataclass(frozen=True)
+class ServerRequest:
+    """One request of a test timed through llama-server: the client's clock beside the server's own `timings`."""
+
+    client_ns: int  # pp: send to first token (TTFT); tg: first to last streamed token
+    ttft_ns: int  # send to the first streamed token
+    prompt_n: int  # timings.prompt_n: prompt tokens the server processed (the rest came from its cache)
+    prompt_ms: float
+    predicted_n: int  # timings.predicted_n: tokens generated
+    predicted_ms: float  # first to last generated token, as the server counts it
+    cache_n: int = 0  # timings.cache_n: prompt tokens taken from the prompt cache
+    draft_n: int | None = None  # speculative decoding: tokens drafted, and accepted (when the server drafts)
+    draft_n_accepted: int | None = None
+
+    @property
+    def server_ts(self) -> float | None:
+        """The server's own t/s: prompt tokens per prompt second, or decode steps (n - 1) per decode second."""
+        return None if not self.prompt_ms else self.prompt_n / self.prompt_ms * 1e3
+
+    @property
+    def server_tg_ts(self) -> float | None:
+        return (self.predicted_n - 1) / self.predicted_ms * 1e3 if self.predicted_n > 1 and self.predicted_ms else None
+
+
+@dataclass(frozen=True)
+class ServerBench:
+    """How a test ran through llama-server: the exact command, the slots, the parallel requests, each request."""
+
+    command: str  # the exact command line started, or "" where the bench attached to a running server (url)
+    url: str
+    concurrency: int = 1  # parallel requests, one per slot
+    slots: int = 1
+    requests: tuple[ServerRequest, ...] = ()  # every request of every repetition, in order
+    fill_ms: float | None = None  # the server's prompt time to fill the context to the depth (all slots)
+
+    def server_ts(self, kind: str) -> float | None:
+        """Mean over the requests of the server's own per-request t/s."""
+        values = [r.server_tg_ts if kind == "tg" else r.server_ts for r in self.requests]
+        values = [v for v in values if v]
+        return sum(values) / len(values) if values else None
+
+    def request_ts(self, kind: str, n_tokens: int) -> float | None:
+        """Mean over the requests of the client's per-request t/s."""
+        steps = n_tokens - 1 if kind == "tg" else n_tokens
+        values = [steps / r.client_ns * 1e9 for r in self.requests if r.client_ns and steps > 0]
+        return sum(values) / len(values) if values else None
+
+    @property
+    def ttft_ms(self) -> float | None:
+        return sum(r.ttft_ns for r in self.requests) / len(self.requests) / 1e6 if self.requests else None
+
+    @property
+    def acceptance(self) -> float | None:
+        """Speculative decoding: accepted / drafted tokens over every request (None without a draft)."""
+        drafted = sum(r.draft_n or 0 for r in self.requests)
+        return sum(r.draft_n_accepted or 0 for r in self.requests) / drafted if drafted else None
+
+
+@dataclass(frozen=True)
 class Measurement:
     """One test of one context: the samples, or why there are none, and what the context allocated."""
 
@@ -64,6 +122,8 @@ class Measurement:
     model_desc: str | None = None
     model_size_bytes: int | None = None
     n_params: int | None = None
+    runtime: str = "llama-cpp-python"  # or "llama-server"
+    server: ServerBench | None = None
 
 
 @dataclass(frozen=True)

@@ -3,24 +3,28 @@ every list), the tests of each, the repetitions, the --rpc hosts and the results
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...core.errors import UsageError
+from ...core.errors import LlamabenchError, UsageError
 from ...memory.footprint import pad
 from ...settings.bench_tests import BenchTest, bench_tests
 from ...settings.params import SCHEMA, Params
 from ...settings.sweep import expand, parse_value
+from ...settings.values import Runtime
 from ...world import paths, sysinfo
 from ..arguments import call_values
 from ..source import ModelSource, resolve
+from .serve import ServerOptions, command_params
 
 BENCH_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_gpu_layers", "n_cpu_moe", "n_batch", "n_ubatch",
                 "n_threads", "repack", "poll", "cpu_mask", "cpu_strict", "prio")
 BENCH_PARAMS += ("tensor_split", "split_mode", "main_gpu")
 BENCH_LISTS = tuple(n for n in BENCH_PARAMS if n not in ("prio", "tensor_split", "split_mode", "main_gpu"))
 BENCH_TESTS = ("n_prompt", "n_gen", "n_depth")
+SERVER_PARAMS = ("n_seq", "kv_unified")  # llama-server's slots (-np) and one KV stream for them (-kvu)
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,23 @@ class BenchPlan:
     tests: tuple[BenchTest, ...]
     repetitions: int
     hosts: tuple[str, ...] = ()  # --rpc: ggml-rpc-servers, in front of this build's GPUs
+    server: ServerOptions | None = None  # --runtime llama-server: how to start (or reach) it
+
+    @property
+    def runtime(self) -> str:
+        return str(Runtime.LLAMA_SERVER if self.server else Runtime.LLAMA_CPP_PYTHON)
+
+    def server_command(self, params: Params) -> str:
+        """What the plan starts for one configuration (--dry-run), or the URL it attaches to."""
+        if self.server is None:
+            return ""
+        if self.server.url:
+            return f"attach to {self.server.url}"
+        try:
+            argv = self.server.argv(params, str(self.source.path or self.source.label))
+        except LlamabenchError as exc:
+            return f"(no llama-server: {exc})"
+        return shlex.join(argv)
 
 
 def check_room(configurations, tests) -> None:
@@ -47,11 +68,18 @@ def check_room(configurations, tests) -> None:
 
 
 def plan_bench(model: str, params: dict[str, Any], *, n_prompt=None, n_gen=None, n_depth=None, repetitions=None,
-               results=None, rpc=None) -> BenchPlan:
+               results=None, rpc=None, server: ServerOptions | None = None) -> BenchPlan:
     """`lb.bench`'s arguments checked and expanded (`params`: the schema's, by name); results=None:
-    reports/local/<label>/bench.jsonl."""
+    reports/local/<label>/bench.jsonl. `server`: through llama-server instead of a Llama() context."""
     follows_tests = params.get("n_ctx") in (None, (), [])
-    values = call_values(params, BENCH_PARAMS, BENCH_LISTS)
+    names, lists = (BENCH_PARAMS + SERVER_PARAMS, BENCH_LISTS + SERVER_PARAMS) if server else (BENCH_PARAMS,
+                                                                                                BENCH_LISTS)
+    if not server and (only := [n for n in SERVER_PARAMS if params.get(n) is not None]):
+        raise UsageError(f"{', '.join(only)}: llama-server's slots, only with --runtime llama-server",
+                         hint="a Llama() context of llama-bench's kind has one sequence")
+    values = call_values(params, names, lists)
+    if server and rpc not in (None, "", ()):
+        raise UsageError("--rpc spreads a Llama() context; through llama-server give its own --rpc in --server-cmd")
     hosts = parse_value("rpc", rpc, listed=False) if rpc not in (None, "", ()) else ()
     tests_values = call_values({"n_prompt": n_prompt, "n_gen": n_gen, "n_depth": n_depth}, BENCH_TESTS, BENCH_TESTS)
     reps = (parse_value("repetitions", repetitions, listed=False) if repetitions is not None
@@ -60,9 +88,13 @@ def plan_bench(model: str, params: dict[str, Any], *, n_prompt=None, n_gen=None,
     tests = bench_tests(tests_values["n_prompt"], tests_values["n_gen"], tests_values["n_depth"])
     if not tests:
         raise UsageError("nothing to measure: -p and -n are both 0")
-    if follows_tests:  # llama-bench: n_ctx = n_prompt + n_gen + n_depth
-        values["n_ctx"] = (max(t.depth for t in tests) + max(tests_values["n_prompt"]) + max(tests_values["n_gen"]),)
+    if follows_tests:  # llama-bench: n_ctx = n_prompt + n_gen + n_depth (per slot, through llama-server)
+        need = max(t.depth for t in tests) + max(tests_values["n_prompt"]) + max(tests_values["n_gen"])
+        slots = max(values.get("n_seq") or (1,)) if server else 1
+        values["n_ctx"] = (need * slots,)
     configurations = expand(values)
+    if server and server.command:  # what the line sets is what the records say (the rest: the bench's values)
+        configurations = list(dict.fromkeys(command_params(server.command, p)[0] for p in configurations))
     if any(p.n_ctx == 0 for p in configurations):
         raise UsageError("n_ctx 0 is not allowed in a sweep: give the context length")
     check_room(configurations, tests)
@@ -71,4 +103,6 @@ def plan_bench(model: str, params: dict[str, Any], *, n_prompt=None, n_gen=None,
         raise UsageError(f"bench runs the model itself: download {source.url} (llamabench read only its header) and "
                          "give the file, or give a catalog id to bench its geometry twin")
     target = Path(results) if results else paths.reports_dir() / source.label / "bench.jsonl"
-    return BenchPlan(source, target, tuple(configurations), tuple(tests), reps, tuple(hosts))
+    if server and server.url and len(configurations) > 1:
+        raise UsageError("--url attaches to one running server: one configuration, not a sweep")
+    return BenchPlan(source, target, tuple(configurations), tuple(tests), reps, tuple(hosts), server)

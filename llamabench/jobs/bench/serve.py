@@ -1,0 +1,248 @@
+"""bench through llama-server: the program the user runs, with its slots, prompt cache and speculative decoding.
+
+Per configuration one server is started (the command `fit` printed, any llama-server line, or one built from
+the bench flags), or a running one is attached to (`--url`). Per depth d, ascending, every slot in use is
+filled to d once through the prompt cache (d tokens, `cache_prompt`), then each repetition times, with
+`concurrency` parallel requests, one slot each (`id_slot`):
+- ppP @ dD: the d cached tokens plus P new ones, one token generated: prefill t/s from the client's TTFT
+  (send to first streamed token), beside the server's `prompt_n` / `prompt_ms`;
+- tgN @ dD: the d cached tokens plus one new one, N tokens generated (`ignore_eos`): decode t/s from the
+  client's first-to-last token interval over N - 1 steps, beside the server's `predicted_n` / `predicted_ms`.
+A sample is the wall time of all parallel requests (total t/s), scaled so that t/s = tokens / sample as a
+Llama() record reads: pp from the first send to the last first token, tg from the first first token to the
+last last token, times N / (N - 1). Token ids are random ids of the vocabulary's middle, sent as arrays to
+`/completion`, so every depth is exact and no chat template is applied; each repetition's new tokens differ,
+so the cache holds exactly d of them (a pp whose new tokens the server found cached fails, saying so).
+"""
+
+from __future__ import annotations
+
+import random
+import shlex
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from itertools import groupby
+from typing import Callable
+
+from ...core.errors import EngineError, LlamabenchError, UsageError
+from ...llama import serving
+from ...settings.bench_tests import BenchTest, TestKind
+from ...settings.params import SCHEMA, Params
+from .measure import Measurement, ServerBench, ServerRequest
+from .runner import Event, SweepOutcome
+
+WARMUP_TOKENS = 16
+CONTEXT_FLAGS = {flag: name for name in ("n_ctx", "type_k", "type_v", "flash_attn", "n_seq", "n_batch", "n_ubatch",
+                                         "n_gpu_layers", "n_cpu_moe", "n_threads", "tensor_split", "split_mode",
+                                         "main_gpu") for flag in SCHEMA[name].flags}
+CONTEXT_FLAGS |= {"--parallel": "n_seq", "--threads": "n_threads", "--ctx-size": "n_ctx"}
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How to reach llama-server: a command to start, a running one to attach to, or the bench flags."""
+
+    command: str | None = None  # --server-cmd: a llama-server line (what `fit` printed)
+    url: str | None = None  # --url: a running server (not started, not stopped)
+    binary: str | None = None  # --server-bin
+    concurrency: int = 1
+    start_timeout_s: float = 300.0
+
+    def argv(self, params: Params, model: str) -> list[str] | None:
+        """The command line to start for this configuration; None when attaching to --url."""
+        if self.url:
+            return None
+        binary = serving.server_binary(self.binary)
+        if self.command:
+            return serving.command_argv(self.command, binary, model=model, repack=params.repack)
+        return [str(binary), *serving.flags_of(params, model)]
+
+
+def command_params(command: str, base: Params) -> tuple[Params, bool]:
+    """The Params a llama-server line sets (llama-server spells these flags as llama-bench does), and whether it
+    gives -c; values it spells otherwise are passed over."""
+    argv, changes = shlex.split(command), {}
+    for i, arg in enumerate(argv):
+        if arg in ("-nr", "--no-repack"):
+            changes["repack"] = False
+        elif arg in ("-kvu", "--kv-unified"):
+            changes["kv_unified"] = True
+        elif arg in CONTEXT_FLAGS and i + 1 < len(argv):
+            name = CONTEXT_FLAGS[arg]
+            try:
+                changes[name] = SCHEMA[name].parse(argv[i + 1])
+            except LlamabenchError:
+                pass  # -fa auto and the like: the record keeps the bench's value
+    return base.replace(**changes), "n_ctx" in changes
+
+
+class Session:
+    """One server, its slots in use, and the random token ids each slot is filled with."""
+
+    def __init__(self, server: serving.Started, info: serving.ServerInfo, concurrency: int, longest: int):
+        self.server, self.info, self.concurrency = server, info, concurrency
+        # seeded afresh each session: a server's prompt cache (--cache-ram) keeps earlier runs' prompts
+        self.rng = random.Random()
+        lo, hi = (info.n_vocab // 10, info.n_vocab * 8 // 10) if info.n_vocab >= 1000 else (100, 1000)
+        self.lo, self.hi = lo, max(hi, lo + 1)
+        self.prefix = [self.fresh(longest) for _ in range(concurrency)]
+        self.pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
+
+    def fresh(self, n: int) -> list[int]:
+        return [self.rng.randrange(self.lo, self.hi) for _ in range(n)]
+
+    def close(self) -> None:
+        if self.pool:
+            self.pool.shutdown(wait=True)
+
+    def parallel(self, bodies: list[dict]) -> list[serving.Answer]:
+        """One request per slot in use, in parallel; EngineError naming the first that failed."""
+        bodies = [{**b, "id_slot": i, "cache_prompt": True} for i, b in enumerate(bodies)]
+        if self.pool:
+            answers = list(self.pool.map(lambda b: serving.complete(self.server.url, b), bodies))
+        else:
+            answers = [serving.complete(self.server.url, bodies[0])]
+        for a in answers:
+            if a.error:
+                raise EngineError(f"llama-server /completion: {a.error}")
+        return answers
+
+    def warm_up(self) -> None:
+        self.parallel([{"prompt": self.fresh(WARMUP_TOKENS), "n_predict": 2} for _ in range(self.concurrency)])
+
+    def fill(self, depth: int) -> float:
+        """Every slot in use to `depth` through the prompt cache; the server's prompt ms (the slowest slot)."""
+        if depth == 0:
+            return 0.0
+        answers = self.parallel([{"prompt": p[:depth], "n_predict": 0} for p in self.prefix])
+        return max(float(a.timings.get("prompt_ms", 0.0)) for a in answers)
+
+    def time(self, test: BenchTest) -> tuple[int, tuple[ServerRequest, ...]]:
+        """One repetition of a test on every slot in use: the sample (ns) and each request."""
+        d = test.depth
+        if test.kind is TestKind.PP:
+            answers = self.parallel([{"prompt": p[:d] + self.fresh(test.n_tokens), "n_predict": 1}
+                                     for p in self.prefix])
+            sample = max(a.first_ns for a in answers) - min(a.sent_ns for a in answers)
+            took = [int(a.timings.get("prompt_n", test.n_tokens)) for a in answers]
+            if any(n < test.n_tokens for n in took):
+                raise EngineError(f"{test.name}: the server processed {min(took)} of the {test.n_tokens} new prompt "
+                                  "tokens (the rest came from a cache): the prefill was not timed")
+            return sample, tuple(_request(a, a.first_ns - a.sent_ns) for a in answers)
+        answers = self.parallel([{"prompt": p[:d] + self.fresh(1), "n_predict": test.n_tokens, "ignore_eos": True}
+                                 for p in self.prefix])
+        if any(a.n_streamed < 2 for a in answers):
+            raise EngineError(f"llama-server streamed fewer than 2 tokens of {test.n_tokens}")
+        wall = max(a.last_ns for a in answers) - min(a.first_ns for a in answers)
+        sample = wall * test.n_tokens // (test.n_tokens - 1)
+        return sample, tuple(_request(a, a.last_ns - a.first_ns) for a in answers)
+
+
+def _request(a: serving.Answer, client_ns: int) -> ServerRequest:
+    t = a.timings
+    draft = t.get("draft_n")
+    return ServerRequest(max(client_ns, 1), max((a.first_ns or a.done_ns) - a.sent_ns, 1), int(t.get("prompt_n", 0)),
+                         float(t.get("prompt_ms", 0.0)), int(t.get("predicted_n", 0)),
+                         float(t.get("predicted_ms", 0.0)), int(t.get("cache_n", 0)),
+                         None if draft is None else int(draft),
+                         None if draft is None else int(t.get("draft_n_accepted", 0)))
+
+
+def check_tests(tests: list[BenchTest], info: serving.ServerInfo, concurrency: int) -> None:
+    if concurrency > info.slots:
+        raise UsageError(f"--concurrency {concurrency} needs as many slots: the server has {info.slots} (-np)")
+    if any(t.kind is TestKind.TG and t.n_tokens < 2 for t in tests):
+        raise UsageError("a tg test through llama-server needs -n 2 or more (decode t/s is timed between tokens)")
+    deepest = max(t.depth + t.n_tokens + 1 for t in tests)
+    if info.n_ctx_slot and deepest > info.n_ctx_slot:
+        raise UsageError(f"the deepest test needs {deepest} tokens in one slot; each of the server's {info.slots} "
+                         f"slots holds {info.n_ctx_slot} (llama-server's -c is shared by its slots: raise -c or "
+                         "lower -np)")
+
+
+def run_server_sweep(model: str, configurations: list[Params], tests: list[BenchTest], repetitions: int,
+                     options: ServerOptions, *, save: Callable[[Measurement], None],
+                     done: Callable[[Params, BenchTest], bool] = lambda p, t: False,
+                     on_event: Event | None = None) -> SweepOutcome:
+    """Every configuration on a server of its own (or the one at --url); `save` gets each Measurement at once."""
+    notify = on_event or (lambda kind, data: None)
+    skipped = 0
+    for index, params in enumerate(configurations):
+        todo = [t for t in tests if not done(params, t)]
+        skipped += len(tests) - len(todo)
+        if not todo:
+            continue
+        notify("cell", {"index": index, "total": len(configurations), "params": params})
+        kept: set[BenchTest] = set()
+
+        def keep(m: Measurement) -> None:
+            kept.add(m.test)
+            save(m)
+            notify("measured", {"measurement": m})
+
+        try:
+            _run_configuration(model, params, todo, repetitions, options, keep, notify)
+        except KeyboardInterrupt:
+            return SweepOutcome(skipped, interrupted=True)
+        except (EngineError, OSError) as exc:
+            for test in todo:
+                if test not in kept:
+                    keep(Measurement(params, test, repetitions, reason=str(exc)[:2000], runtime="llama-server"))
+        notify("cell_done", {"index": index, "total": len(configurations), "params": params})
+    return SweepOutcome(skipped)
+
+
+def _server(options: ServerOptions, argv: list[str] | None):
+    if argv is None:
+        return _attached(options.url)
+    return serving.started(argv, timeout_s=options.start_timeout_s)
+
+
+class _attached:
+    """A running server at --url: nothing started, nothing stopped."""
+
+    def __init__(self, url: str):
+        self.server = serving.Started(url.rstrip("/"))
+
+    def __enter__(self) -> serving.Started:
+        return self.server
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def _run_configuration(model: str, params: Params, todo: list[BenchTest], repetitions: int, options: ServerOptions,
+                       keep: Callable[[Measurement], None], notify: Event) -> None:
+    argv = options.argv(params, model)
+    with _server(options, argv) as server:
+        info = serving.info(server.url)
+        if options.command and not command_params(options.command, params)[1]:
+            params = params.replace(n_ctx=info.n_ctx_slot)  # no -c: the slot's context, as the server took it
+        params = params.replace(n_seq=info.slots)
+        check_tests(todo, info, options.concurrency)
+        session = Session(server, info, options.concurrency, max(t.depth for t in todo))
+        try:
+            session.warm_up()
+            for depth, group in groupby(todo, key=lambda t: t.depth):
+                fill_ms = session.fill(depth)
+                shown = []
+                for test in group:
+                    m = _measure(session, server, params, test, repetitions, fill_ms)
+                    keep(m)
+                    shown.append(m)
+                notify("depth", {"depth": depth, "fill_ms": fill_ms, "slots": options.concurrency,
+                                 "measurements": shown})
+        finally:
+            session.close()
+
+
+def _measure(session: Session, server: serving.Started, params: Params, test: BenchTest, repetitions: int,
+             fill_ms: float) -> Measurement:
+    samples, requests = [], []
+    for _ in range(repetitions):
+        sample, reqs = session.time(test)
+        samples.append(max(sample, 1))
+        requests += reqs
+    block = ServerBench(server.command, server.url, session.concurrency, session.info.slots, tuple(requests),
+                        round(fill_ms, 3) if fill_ms else None)
+    return replace(Measurement(params, test, repetitions, tuple(samples), runtime="llama-server"), server=block)

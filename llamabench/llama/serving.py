@@ -1,0 +1,236 @@
+"""llama.cpp's own llama-server as a runtime to bench: found, started (or attached to), asked over HTTP, stopped.
+
+The binary is found as a user has it: `--server-bin`, then `llama-server` on PATH, then the tools the tests
+build (`$LLAMABENCH_LLAMA_TOOLS` or `~/.cache/llama-tools/<version>/bin`). A started server runs in a session
+of its own on 127.0.0.1 and is stopped by its process group (SIGTERM, then SIGKILL after a short wait) when
+the `started` block ends, whatever ends it. Requests go to `/completion` with token arrays, so the depth is
+exact and no chat template is applied; each answer is read with the client's clock (perf_counter_ns at the
+send, the first and the last streamed token) beside the server's own `timings`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+from urllib.parse import urlsplit
+
+from ..core.errors import EngineError, UsageError
+from ..settings.params import Params
+from ..world.versions import LLAMA_CPP_PYTHON_VERSION
+from .process import die_with_parent, stop_group
+from .rpc import free_port
+
+TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS"
+STOP_GRACE_S = 2.0
+HOST_FLAGS = ("--host", "--port")
+
+
+def server_binary(explicit: str | os.PathLike | None = None) -> Path:
+    """--server-bin, then llama-server on PATH, then the tools the tests build; EngineError naming all three."""
+    if explicit:
+        path = Path(explicit).expanduser()
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+        raise UsageError(f"--server-bin {explicit}: not an executable file")
+    on_path = shutil.which("llama-server")
+    if on_path:
+        return Path(on_path)
+    folders = [Path(os.environ[TOOLS_ENV])] if os.environ.get(TOOLS_ENV) else []
+    folders.append(Path.home() / ".cache" / "llama-tools" / LLAMA_CPP_PYTHON_VERSION / "bin")
+    for folder in folders:
+        if (folder / "llama-server").is_file():
+            return folder / "llama-server"
+    raise EngineError("no llama-server found: give --server-bin PATH, put llama-server on PATH, or build the tools "
+                      "(../shared/tools/build_llama_tools.sh; LLAMABENCH_LLAMA_TOOLS names their bin folder)")
+
+
+def flags_of(params: Params, model: str) -> list[str]:
+    """A llama-server command line's arguments for these parameters, as llama-server spells them."""
+    argv = ["-m", model, "-c", str(params.n_ctx), "-np", str(params.n_seq), "-ngl", str(params.n_gpu_layers),
+            "-fa", "on" if params.flash_attn else "off", "-ctk", params.type_k, "-ctv", params.type_v,
+            "-b", str(params.n_batch), "-ub", str(params.n_ubatch)]
+    if params.n_threads:
+        argv += ["-t", str(params.n_threads)]
+    if params.n_cpu_moe:
+        argv += ["--n-cpu-moe", str(params.n_cpu_moe)]
+    if params.kv_unified:
+        argv.append("-kvu")
+    if not params.repack:
+        argv.append("-nr")  # the CPU's repacked weights off (AMX faults on some CPUs)
+    return argv
+
+
+def command_argv(command: str, binary: Path, *, model: str, repack: bool = True) -> list[str]:
+    """A given llama-server command line (as `fit` prints it) to run: the binary found, -m added where it has
+    none, -nr where repack is off; --host/--port are refused (the bench picks a free port of 127.0.0.1)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"--server-cmd: {exc}") from None
+    if not argv or Path(argv[0]).name != "llama-server":
+        raise UsageError(f"--server-cmd must start with llama-server: {command!r}")
+    if any(a in HOST_FLAGS for a in argv):
+        raise UsageError("--server-cmd: leave out --host and --port (the bench starts it on a free port of "
+                         "127.0.0.1); to bench a server that runs already, give --url")
+    program = argv[0] if argv[0] != "llama-server" else str(binary)
+    rest = argv[1:]
+    if "-m" not in rest and "--model" not in rest:
+        rest = ["-m", model, *rest]
+    if not repack and "-nr" not in rest and "--no-repack" not in rest:
+        rest.append("-nr")
+    return [program, *rest]
+
+
+@dataclass
+class Started:
+    """A server the bench talks to: its URL, the exact command (None when attached) and its log so far."""
+
+    url: str
+    argv: tuple[str, ...] | None = None
+    log_path: Path | None = None
+    pid: int | None = None  # the process started (its group is stopped with it)
+
+    @property
+    def command(self) -> str:
+        return shlex.join(self.argv) if self.argv else ""
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
+
+
+@contextmanager
+def started(argv: list[str], *, timeout_s: float = 300.0) -> Iterator[Started]:
+    """Start llama-server with `argv` on a free port of 127.0.0.1 and wait for /health; stop its process group
+    when the block ends (normally, by an error or by Ctrl-C; SIGKILL of the bench: the kernel ends it)."""
+    port = free_port()
+    full = [*argv, "--host", "127.0.0.1", "--port", str(port)]
+    with tempfile.TemporaryDirectory(prefix="llamabench-server-") as tmp:
+        log_path = Path(tmp) / "server.log"
+        with open(log_path, "w") as out:
+            # its own session (stopped by its group), and ended by the kernel should the bench itself be killed
+            proc = subprocess.Popen(full, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, preexec_fn=die_with_parent)
+        server = Started(f"http://127.0.0.1:{port}", tuple(full), log_path, proc.pid)
+        try:
+            _wait_ready(server, proc, timeout_s)
+            yield server
+        finally:
+            stop_group(proc, grace_s=STOP_GRACE_S)
+
+
+def _wait_ready(server: Started, proc: subprocess.Popen, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = server.log()[-1500:]
+            raise EngineError(f"llama-server exited with code {proc.returncode} before it listened:\n{tail}")
+        try:
+            if get(server.url, "/health", timeout_s=2.0).get("status") == "ok":
+                return
+        except (OSError, EngineError, ValueError):
+            pass
+        time.sleep(0.1)
+    raise EngineError(f"llama-server did not answer /health within {timeout_s:.0f} s:\n{server.log()[-1500:]}")
+
+
+def _connection(url: str, timeout_s: float) -> tuple[http.client.HTTPConnection, str]:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"--url {url}: give http://HOST:PORT of a running llama-server")
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    return cls(parts.hostname, parts.port, timeout=timeout_s), parts.path.rstrip("/")
+
+
+def get(url: str, path: str, *, timeout_s: float = 30.0) -> dict:
+    conn, base = _connection(url, timeout_s)
+    try:
+        conn.request("GET", base + path)
+        response = conn.getresponse()
+        body = response.read()
+        if response.status != 200:
+            raise EngineError(f"llama-server {path}: HTTP {response.status}: {body[:300]!r}")
+        return json.loads(body)
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What a running server says of itself (/props, /v1/models)."""
+
+    slots: int
+    n_ctx_slot: int  # each slot's context
+    n_vocab: int
+    model_path: str = ""
+
+
+def info(url: str) -> ServerInfo:
+    props = get(url, "/props")
+    settings = props.get("default_generation_settings") or {}
+    n_vocab = 0
+    try:
+        models = get(url, "/v1/models").get("data") or []
+        n_vocab = int((models[0].get("meta") or {}).get("n_vocab", 0)) if models else 0
+    except (EngineError, OSError, ValueError):
+        pass
+    return ServerInfo(int(props.get("total_slots", 1)), int(settings.get("n_ctx", 0)), n_vocab,
+                      str(props.get("model_path", "")))
+
+
+@dataclass
+class Answer:
+    """One /completion request: the client's clock (perf_counter_ns) beside the server's own timings."""
+
+    sent_ns: int = 0
+    first_ns: int | None = None  # the first streamed token
+    last_ns: int | None = None  # the last streamed token
+    done_ns: int = 0
+    n_streamed: int = 0
+    timings: dict = field(default_factory=dict)
+    error: str | None = None
+
+
+def complete(url: str, body: dict, *, timeout_s: float = 3600.0) -> Answer:
+    """POST /completion with `stream: true`, reading each server-sent event as it arrives."""
+    conn, base = _connection(url, timeout_s)
+    answer = Answer()
+    try:
+        payload = json.dumps({**body, "stream": True}).encode()
+        answer.sent_ns = time.perf_counter_ns()
+        conn.request("POST", base + "/completion", body=payload, headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        if response.status != 200:
+            answer.error = f"HTTP {response.status}: {response.read()[:300]!r}"
+            return answer
+        for line in response:
+            now = time.perf_counter_ns()
+            if not line.startswith(b"data:"):
+                continue
+            text = line[5:].strip()
+            if not text or text == b"[DONE]":
+                continue
+            event = json.loads(text)
+            if event.get("tokens") or event.get("content"):
+                answer.first_ns = answer.first_ns or now
+                answer.last_ns = now
+                answer.n_streamed += 1
+            if "timings" in event:
+                answer.timings = event["timings"]
+            if "error" in event:
+                answer.error = str(event["error"])[:300]
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        answer.error = f"{type(exc).__name__}: {exc}"
+    finally:
+        answer.done_ns = time.perf_counter_ns()
+        conn.close()
+    return answer
