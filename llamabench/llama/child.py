@@ -3,9 +3,9 @@
 Run as `python -m llamabench.llama.child` with a job on stdin (JSON); `worker` is the parent side and
 `messages` declares every job and event. Jobs: "bench" (create a context, time the tests), "create"
 (create a context and report what it allocated, for `fit --verify`), "dry_runs" (no_alloc contexts, one
-per request) and "devices". Every event is one JSON object on stdout, flushed at once, so the parent keeps
-what was measured even if this process dies: a crash or an out-of-memory in llama.cpp ends one child,
-never the command.
+per request), "devices" and "tensors" (every tensor llama.cpp creates for a GGUF's metadata). Every event
+is one JSON object on stdout, flushed at once, so the parent keeps what was measured even if this process
+dies: a crash or an out-of-memory in llama.cpp ends one child, never the command.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ..core.errors import LlamabenchError
 from ..settings.bench_tests import BenchTest
 from ..settings.params import Params
 from ..world import sysinfo
-from . import breakdown, engine
+from . import breakdown, engine, user_model
 from .engine import DryRunModel, Session
 from .messages import (
     Alloc,
@@ -37,6 +37,8 @@ from .messages import (
     Loaded,
     LoadRequest,
     Measured,
+    Tensors,
+    TensorsJob,
     TestFailed,
     read_job,
     read_request,
@@ -197,7 +199,13 @@ def main() -> int:
         if isinstance(job, DevicesJob):  # asked in a child: on CUDA the query makes a context on every GPU
             emit(Devices(tuple(engine.device_memory())))
             return 0
-        create_and_bench(job)
+        if isinstance(job, TensorsJob):  # a bad value may make llama.cpp abort: it ends this process only
+            emit(Tensors(user_model.model_tensors(job.metadata)))
+        else:
+            create_and_bench(job)
+    except LlamabenchError as exc:  # llama.cpp's refusal, in its words
+        emit(Failed(str(exc)))
+        return 1
     except Exception as exc:  # report, then let the parent record the failure
         emit(Failed(f"{type(exc).__name__}: {exc}"))
         return 1

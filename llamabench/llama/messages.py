@@ -18,6 +18,7 @@ from ..settings.bench_tests import BenchTest
 from ..settings.params import Params
 from ..settings.values import rpc_endpoints
 from .devices import Device
+from .user_model import GgufValue, TensorShape
 
 T = TypeVar("T")
 
@@ -84,6 +85,15 @@ class DevicesJob(_Job):
     """List the devices llama.cpp sees (a `Devices` event); on CUDA the query makes a context on every GPU."""
 
     kind: ClassVar[str] = "devices"
+
+
+@dataclass(frozen=True)
+class TensorsJob(_Job):
+    """Build a model from GGUF metadata alone (llama_model_init_from_user, no_alloc) and list every tensor
+    llama.cpp created for it (a `Tensors` event)."""
+
+    metadata: dict[str, GgufValue]
+    kind: ClassVar[str] = "tensors"
 
 
 # requests: the lines a dry-run child reads after its job --------------------------------------------------------
@@ -211,20 +221,28 @@ class Devices(_Event):
 
 
 @dataclass(frozen=True)
+class Tensors(_Event):
+    """Every tensor llama.cpp created for a `TensorsJob`'s metadata, in its order."""
+
+    tensors: tuple[TensorShape, ...]
+    kind: ClassVar[str] = "tensors"
+
+
+@dataclass(frozen=True)
 class Done(_Event):
     """The job ended well."""
 
     kind: ClassVar[str] = "done"
 
 
-Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob]
+Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob]
 Request = Union[LoadRequest, ContextRequest]
-Event = Union[Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices, Done]
+Event = Union[Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices, Tensors, Done]
 
-JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob)}
+JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob)}
 REQUESTS = {c.kind: c for c in (LoadRequest, ContextRequest)}
 EVENTS = {c.kind: c for c in (Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices,
-                               Done)}
+                               Tensors, Done)}
 
 
 def to_wire(message: Job | Request | Event) -> dict:

@@ -7,6 +7,7 @@ own session and killed with its whole group on Ctrl-C, so no llama.cpp process o
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 from dataclasses import dataclass
@@ -30,10 +31,13 @@ from .messages import (
     Loaded,
     LoadRequest,
     Request,
+    Tensors,
+    TensorsJob,
     read_event,
     to_wire,
 )
 from .process import child_argv, child_env, stop_group
+from .user_model import Metadata, TensorShape
 
 E = TypeVar("E")
 
@@ -124,6 +128,50 @@ def run_job(job: Job, on_event: Callable[[Event], None]) -> ChildExit:
             on_event(event)
 
     return run_child(job, typed)
+
+
+MODEL_TENSORS_TIMEOUT_S = 120  # a model of a few hundred thousand tensors takes seconds; a hang should not last
+
+
+def run_job_within(job: Job, timeout_s: float) -> tuple[list[Event], ChildExit]:
+    """Run one job in a child that must end within `timeout_s`; its events (typed, `Failed` left in ChildExit).
+    Past the limit the child's group is killed and the failure says so."""
+    proc = _start()
+    try:
+        out, err = proc.communicate(_line(job), timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        stop_group(proc)
+        return [], ChildExit(-9, f"llama.cpp's process did not finish within {timeout_s:g} s (killed)")
+    except BaseException:
+        stop_group(proc)
+        raise
+    found, failure = [], None
+    for data in events(out.splitlines()):
+        event = read_event(data)
+        if isinstance(event, Failed):
+            failure = event.reason
+        elif event is not None:
+            found.append(event)
+    if failure is None and proc.returncode != 0:
+        said = last_error_line(err or "")
+        failure = f"llama.cpp's process {signal_name(proc.returncode)}" + (f": {said}" if said else "")
+    return found, ChildExit(proc.returncode, failure)
+
+
+def model_tensors(metadata: Metadata, *, timeout_s: float = MODEL_TENSORS_TIMEOUT_S) -> tuple[TensorShape, ...]:
+    """Every tensor llama.cpp creates for a model of this GGUF metadata (user_model.model_tensors), asked in a child
+    process: an abort of llama.cpp (a GGML_ASSERT on a bad value) or a hang ends that child, and comes back as one
+    EngineError with llama.cpp's own words."""
+    found, outcome = run_job_within(TensorsJob(dict(metadata)), timeout_s)
+    tensors = next((e.tensors for e in found if isinstance(e, Tensors)), None)
+    if outcome.failure or tensors is None:
+        arch = metadata.get("general.architecture")
+        what = f"a {arch.value} model" if arch is not None else "a model"
+        reason = re.sub(r"\S*/llama\.cpp/(?=(src|ggml)/)", "", outcome.failure or "no tensor list came back")
+        if reason.startswith("llama.cpp could not build"):
+            raise EngineError(reason)
+        raise EngineError(f"llama.cpp could not build {what} from its metadata: {reason}")
+    return tensors
 
 
 def device_memory() -> list[Device]:

@@ -6,6 +6,8 @@ References (llama.cpp in llama-cpp-python 0.3.36):
 - KV tensors: llama_kv_cache::llama_kv_cache (src/llama-kv-cache.cpp)
 - SWA cache size: llama_kv_cache_iswa::llama_kv_cache_iswa (src/llama-kv-cache-iswa.cpp)
 - recurrent state: llama_memory_recurrent::llama_memory_recurrent (src/llama-memory-recurrent.cpp)
+- indexer caches: llama_kv_cache_dsa / _msa and llama_memory_hybrid_idx (src/llama-kv-cache-dsa.cpp:38-53,
+  src/llama-kv-cache-msa.cpp:39-49, src/llama-memory-hybrid-idx.cpp:53-73): n_ctx_seq cells, type_k / type_v
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ class ContextShape:
 class Footprint:
     params: Params
     shape: ContextShape
-    kv_bytes_per_token: int  # growing KV per token: every cached layer that is not SWA
+    kv_bytes_per_token: int  # growing KV per token: every cached layer that is not SWA, indexer rows included
     swa_kv_bytes_per_cell: int  # SWA layers' KV per cached cell
     full_gqa_kv_bytes_per_token: int  # every mixer layer cached as full attention
     k_bytes: int  # non-SWA K at n_ctx
@@ -54,11 +56,19 @@ class Footprint:
     n_kv_layers: int
     n_swa_layers: int
     n_recurrent_layers: int
+    index_k_bytes: int = 0  # the indexer cache's K at n_ctx (sparse attention: deepseek32, glm-dsa, qwen4exp...)
+    index_v_bytes: int = 0  # its V, where the model is not MLA (minimax-m3, non-MLA DSA)
+    n_index_layers: int = 0
+    recurrent_p_bytes: int = 0  # qwen4exp's PLE conv row beside the recurrent state (f32)
 
     @property
     def kv_bytes(self) -> int:
-        """All KV at n_ctx, SWA caches included."""
-        return self.k_bytes + self.v_bytes + self.swa_k_bytes + self.swa_v_bytes
+        """All KV at n_ctx, SWA and indexer caches included."""
+        return self.k_bytes + self.v_bytes + self.swa_k_bytes + self.swa_v_bytes + self.index_kv_bytes
+
+    @property
+    def index_kv_bytes(self) -> int:
+        return self.index_k_bytes + self.index_v_bytes
 
     @property
     def swa_kv_bytes(self) -> int:
@@ -66,7 +76,7 @@ class Footprint:
 
     @property
     def recurrent_state_bytes(self) -> int:
-        return self.recurrent_r_bytes + self.recurrent_s_bytes
+        return self.recurrent_r_bytes + self.recurrent_s_bytes + self.recurrent_p_bytes
 
     @property
     def reduction(self) -> float | None:
@@ -103,8 +113,9 @@ def context_shape(geometry: ModelGeometry, s: Params) -> ContextShape:
 
 
 def _recurrent_rows(geometry: ModelGeometry, params: Params) -> int:
-    # llm_arch_supports_rs_rollback (src/llama-arch.cpp): elsewhere llama.cpp resets n_rs_seq to 0
-    n_rs_seq = params.n_rs_seq if architectures.get(geometry.architecture).rs_rollback else 0
+    # llm_arch_supports_rs_rollback (src/llama-arch.cpp:1123-1140): elsewhere llama.cpp resets n_rs_seq to 0
+    row = architectures.lookup(geometry.architecture)
+    n_rs_seq = params.n_rs_seq if row is not None and row.rs_rollback else 0
     return max(1, params.n_seq) * (1 + n_rs_seq)
 
 
@@ -115,6 +126,16 @@ def _layer_row_bytes(layer: LayerGeometry, geometry: ModelGeometry, s: Params) -
         return k, 0
     v_width = layer.v_width if s.flash_attn else geometry.v_width_max
     return k, cache_types.row_bytes(s.type_v, v_width)
+
+
+def _index_row_bytes(layer: LayerGeometry, geometry: ModelGeometry, s: Params) -> tuple[int, int]:
+    """Bytes of one cell's indexer K row and V row (V, where there is one, padded like the main cache's)."""
+    if not layer.has_index:
+        return 0, 0
+    k = cache_types.row_bytes(s.type_k, layer.index_k_width)
+    if layer.index_v_width == 0:
+        return k, 0
+    return k, cache_types.row_bytes(s.type_v, layer.index_v_width if s.flash_attn else geometry.index_v_width_max)
 
 
 def compute_footprint(geometry: ModelGeometry, params: Params) -> Footprint:
@@ -140,6 +161,12 @@ def compute_footprint(geometry: ModelGeometry, params: Params) -> Footprint:
             v_tok += v
             n_kv += 1
 
+    index_k_tok = index_v_tok = 0
+    for layer in geometry.index_layers:
+        k, v = _index_row_bytes(layer, geometry, params)
+        index_k_tok += k
+        index_v_tok += v
+
     ref_k = cache_types.row_bytes(params.type_k, geometry.full_attention_k_width)
     ref_v = cache_types.row_bytes(params.type_v, geometry.full_attention_v_width)
     full_gqa = (ref_k + ref_v) * len(geometry.mixer_layers)
@@ -148,11 +175,12 @@ def compute_footprint(geometry: ModelGeometry, params: Params) -> Footprint:
     rows = _recurrent_rows(geometry, params)
     r_bytes = geometry.recurrent_r_width * cache_types.F32_BYTES * rows * len(recurrent)
     s_bytes = geometry.recurrent_s_width * cache_types.F32_BYTES * rows * len(recurrent)
+    p_bytes = sum(layer.p_width for layer in recurrent) * cache_types.F32_BYTES * rows
 
     return Footprint(
         params=params,
         shape=shape,
-        kv_bytes_per_token=k_tok + v_tok,
+        kv_bytes_per_token=k_tok + v_tok + index_k_tok + index_v_tok,
         swa_kv_bytes_per_cell=swa_k_cell + swa_v_cell,
         full_gqa_kv_bytes_per_token=full_gqa,
         k_bytes=k_tok * cells,
@@ -164,6 +192,10 @@ def compute_footprint(geometry: ModelGeometry, params: Params) -> Footprint:
         n_kv_layers=n_kv,
         n_swa_layers=n_swa,
         n_recurrent_layers=len(recurrent),
+        index_k_bytes=index_k_tok * cells,
+        index_v_bytes=index_v_tok * cells,
+        n_index_layers=len(geometry.index_layers),
+        recurrent_p_bytes=p_bytes,
     )
 
 
@@ -184,8 +216,9 @@ def per_layer_bytes(geometry: ModelGeometry, params: Params) -> dict[int, tuple[
         if layer.has_kv:
             k, v = _layer_row_bytes(layer, geometry, params)
             kv = (k + v) * (swa_cells if layer.is_swa else cells)
+            kv += sum(_index_row_bytes(layer, geometry, params)) * cells
         if layer.has_recurrent_state:
-            rec = state
+            rec = state + layer.p_width * cache_types.F32_BYTES * rows
         out[layer.index] = (kv, rec)
     return out
 

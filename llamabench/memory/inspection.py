@@ -69,6 +69,8 @@ def rope_scaling(meta: ModelMetadata) -> dict[str, str]:
 
 
 def inspect(metadata: ModelMetadata, params: Params, entry: CatalogEntry | None = None) -> Inspection:
+    """The layout and footprint of `metadata`. An architecture without a layout rule (model.architectures.lookup
+    is None) raises UnsupportedArchitecture whose message is the one line that says so."""
     geometry = geometry_from_metadata(metadata)
     check_for_llama(metadata, geometry)
     published = (Published(entry.id, entry.published_kv_bytes_per_token, tuple(entry.published_quants))

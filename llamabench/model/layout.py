@@ -1,10 +1,12 @@
-"""Which layer caches what: the hybrid layer layout, as llama.cpp derives it from GGUF metadata.
+"""Which layer caches what: the layer layout, as llama.cpp derives it from GGUF metadata.
 
-Pure: takes a `ModelMetadata`, returns a `ModelGeometry`. Which rule an architecture follows, and
-its required keys and default SWA pattern, come from its row in `architectures`. The rules follow the llama.cpp
-vendored in llama-cpp-python 0.3.36: `llama_model_base::load_hparams` (src/llama-model.cpp),
+Pure: takes a `ModelMetadata`, returns a `ModelGeometry`. The generic rule reads the standard keys; an
+architecture's row in `architectures` names its exceptions (SWA pattern and window, MLA, KV sharing,
+recurrent layers and state, NextN layers, indexer caches, extra layers). The rules follow the llama.cpp
+vendored in llama-cpp-python 0.3.36: `llama_model_base::load_hparams` (src/llama-model.cpp:1298-1492),
 each family's `load_arch_hparams` (src/models/<arch>.cpp), `llama_model::create_memory`
-and `llama_hparams::n_embd_r / n_embd_s` (src/llama-hparams.cpp).
+(src/llama-model.cpp:2352-2882), the cache constructors (src/llama-kv-cache*.cpp,
+src/llama-memory-*.cpp) and `llama_hparams` (src/llama-hparams.cpp).
 """
 
 from __future__ import annotations
@@ -17,10 +19,13 @@ from gguf import GGUFValueType
 from ..core.errors import BadModelFile
 from . import architectures
 from . import gguf_keys as K
-from .architectures import LayoutRule, RecurrentState
+from .architectures import Architecture, Indexer, KvSharing, LayerCount, LayoutRule, RecurrentState, SwaRule
 from .metadata import ModelMetadata, cut
 
 LLAMA_MAX_LAYERS = 512  # src/llama-hparams.h
+GEMMA3N_KV_LAYERS = 20  # src/models/gemma3n.cpp:7: n_layer_kv_from_start = 20
+GLM_DSA_LONG_CONTEXT = 1048576  # src/models/glm-dsa.cpp:59: below it every layer owns an indexer (GLM 5, 5.1)
+GLM_5_2_INDEXER_LAYERS = 78  # GLM_5_2_DEFAULT_INDEXER_TYPES (src/models/glm-dsa.cpp:6-27): 1, 1, then 1, 0, 0, 0
 
 
 class LayerKind(StrEnum):
@@ -29,7 +34,8 @@ class LayerKind(StrEnum):
     RECURRENT = "recurrent"  # linear attention / SSM / short conv: fixed state
     FULL_RECURRENT = "full+recurrent"  # both in one layer (falcon-h1)
     MLA = "mla"  # multi-head latent attention: one compressed K-only row
-    NONE = "none"  # no cache at all (FFN-only layers)
+    SHARED = "shared"  # attention over an earlier layer's cache (KV sharing): owns none
+    NONE = "none"  # no cache at all (FFN-only layers, encoders)
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,10 @@ class LayerGeometry:
     n_head_kv: int
     k_width: int  # n_embd_k_gqa: K elements per token in this layer's cache row (0 if uncached)
     v_width: int  # n_embd_v_gqa: V elements per token (0 if uncached, and for MLA)
+    kv_from: int | None = None  # SHARED: the layer whose cache this one reads
+    index_k_width: int = 0  # indexer cache: K elements per token (0: no indexer row on this layer)
+    index_v_width: int = 0  # indexer cache: V elements per token (0: K-only)
+    p_width: int = 0  # PLE conv row: f32 elements per sequence beside the recurrent state (qwen4exp)
 
     @property
     def has_kv(self) -> bool:
@@ -52,16 +62,20 @@ class LayerGeometry:
     def has_recurrent_state(self) -> bool:
         return self.kind in (LayerKind.RECURRENT, LayerKind.FULL_RECURRENT)
 
+    @property
+    def has_index(self) -> bool:
+        return self.index_k_width > 0
+
 
 @dataclass(frozen=True)
 class ModelGeometry:
     architecture: str
-    n_layer: int  # block_count, NextN/MTP layers included (llama.cpp's n_layer_all)
+    n_layer: int  # llama.cpp's n_layer_all: block_count, NextN layers included (router / loops applied)
     n_layer_nextn: int
     n_ctx_train: int
     n_embd: int
     n_head: int
-    layers: tuple[LayerGeometry, ...]  # the main layers (NextN layers are outside the main cache)
+    layers: tuple[LayerGeometry, ...]  # the n_layer() trunk layers, then the NextN layers the main cache holds
     n_swa: int  # sliding window in tokens (0 without SWA)
     is_mla: bool
     recurrent_r_width: int  # n_embd_r: f32 elements of conv state per layer per sequence
@@ -69,6 +83,7 @@ class ModelGeometry:
     v_width_max: int  # widest V row over all layers: V rows are padded to it with flash attention off
     full_attention_k_width: int  # K width of a full-attention layer of this model (the full-GQA reference)
     full_attention_v_width: int
+    index_v_width_max: int = 0  # the indexer cache's widest V row (its V padding with flash attention off)
 
     @property
     def has_swa(self) -> bool:
@@ -81,6 +96,10 @@ class ModelGeometry:
     @property
     def recurrent_layers(self) -> tuple[LayerGeometry, ...]:
         return tuple(layer for layer in self.layers if layer.has_recurrent_state)
+
+    @property
+    def index_layers(self) -> tuple[LayerGeometry, ...]:
+        return tuple(layer for layer in self.layers if layer.has_index)
 
     @property
     def mixer_layers(self) -> tuple[LayerGeometry, ...]:
@@ -120,6 +139,14 @@ def _int(meta: ModelMetadata, suffix: str, default: int | None = None, *, requir
     return value
 
 
+def _require(meta: ModelMetadata, suffix: str) -> None:
+    """A key llama.cpp's get_key / get_arr requires: present, and a count where it is a scalar."""
+    if meta.arch_key(suffix) is None:
+        raise BadModelFile(f"{meta.source}: missing required key {meta.architecture}.{suffix}")
+    if not isinstance(meta.arch_key(suffix), tuple):
+        _int(meta, suffix)
+
+
 def _per_layer(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[int, ...]) -> tuple[int, ...]:
     """A key that is either a scalar (same for every layer) or an array of n_layer values."""
     value = meta.arch_key(suffix)
@@ -148,33 +175,55 @@ def _bool_array(meta: ModelMetadata, suffix: str, n_layer: int) -> tuple[bool, .
     return tuple(bool(v) for v in value)
 
 
-def _swa_flags(meta: ModelMetadata, n_main: int, n_layer: int, default_pattern: int) -> tuple[bool, ...]:
-    """llama_model_base::load_swa_pattern: a bool array, or a period N (layer i is SWA iff i % N < N - 1)."""
-    flags = _bool_array(meta, K.SLIDING_WINDOW_PATTERN, n_layer)
-    if flags is not None:
-        return flags[:n_main]
-    pattern = _int(meta, K.SLIDING_WINDOW_PATTERN, default_pattern)
-    return tuple(pattern == 0 or (i % pattern < pattern - 1) for i in range(n_main))
+def _flag_array(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[bool, ...]) -> tuple[bool, ...]:
+    """get_key_or_arr into a per-layer flag array: a scalar for every layer, or exactly n_layer entries (bool arrays
+    too: get_arr reads them as 0 / 1, src/llama-model-loader.cpp:366-399)."""
+    value = meta.arch_key(suffix)
+    if isinstance(value, tuple) and all(isinstance(v, bool) for v in value):
+        return _bool_array(meta, suffix, n_layer)
+    return tuple(bool(v) for v in _per_layer(meta, suffix, n_layer, tuple(int(v) for v in default)))
 
 
-def _recurrent_widths(meta: ModelMetadata, state: RecurrentState, n_embd: int) -> tuple[int, int]:
-    """(n_embd_r, n_embd_s) from llama_hparams::n_embd_r / n_embd_s."""
-    if state is RecurrentState.SHORTCONV:
-        l_cache = _int(meta, K.SHORTCONV_L_CACHE, required=True)
-        if l_cache < 1:
-            raise BadModelFile(f"{meta.source}: {meta.architecture}.shortconv.l_cache must be at least 1")
-        return n_embd * (l_cache - 1), 0
-    d_conv = _int(meta, K.SSM_CONV_KERNEL, 0)
-    d_inner = _int(meta, K.SSM_INNER_SIZE, 0)
-    d_state = _int(meta, K.SSM_STATE_SIZE, 0)
-    n_group = _int(meta, K.SSM_GROUP_COUNT, 0)
-    conv = (d_conv - 1 if d_conv > 0 else 0) * (d_inner + 2 * n_group * d_state)
-    return conv, d_state * d_inner
+@dataclass(frozen=True)
+class _Counts:
+    """Layer counts: n_layer_all (what the cache spans), n_layer() (the trunk) and the NextN layers."""
+
+    n_all: int
+    n_main: int
+    n_nextn: int
+    n_block: int  # block_count: the length of the GGUF's per-layer arrays
+    loops: int = 1  # nanbeige: the arrays repeat this many times
+    router: bool = False  # graniteswitch: layer n_main is the router layer
+
+
+def _counts(meta: ModelMetadata, row: Architecture) -> _Counts:
+    arch = meta.architecture
+    n_block = _int(meta, K.BLOCK_COUNT, required=True)
+    if n_block == 0 or n_block > LLAMA_MAX_LAYERS:
+        raise BadModelFile(f"{meta.source}: {arch}.block_count is {n_block}; llama.cpp needs 1 to {LLAMA_MAX_LAYERS}")
+    n_nextn = _int(meta, K.NEXTN_PREDICT_LAYERS, 0)
+    if n_nextn >= n_block:
+        raise BadModelFile(f"{meta.source}: {arch}.nextn_predict_layers ({n_nextn}) leaves no main layers")
+    n_main = n_block - n_nextn
+    if row.layer_count is LayerCount.ROUTER:
+        # src/models/granite-switch.cpp:59-68: the router layer at index n_layer(); n_layer_nextn repurposed as 1
+        if n_main + 1 > LLAMA_MAX_LAYERS:
+            raise BadModelFile(f"{meta.source}: {arch}.block_count {n_block} leaves no room for the router layer")
+        return _Counts(n_main + 1, n_main, 1, n_block, router=True)
+    if row.layer_count is LayerCount.LOOPS:
+        # src/models/nanbeige.cpp:6-32: n_layer_all = n_layer() x num_loops (asserted >= 1 and within the maximum)
+        loops = _int(meta, K.NUM_LOOPS, 1)
+        if loops < 1 or n_main * loops > LLAMA_MAX_LAYERS:
+            raise BadModelFile(f"{meta.source}: {arch}.num_loops is {loops}; llama.cpp needs 1 to "
+                               f"{LLAMA_MAX_LAYERS // n_main} for {n_main} layers")
+        if loops > 1:
+            return _Counts(n_main * loops, n_main * loops - n_nextn, n_nextn, n_block, loops=loops)
+    return _Counts(n_block, n_main, n_nextn, n_block)
 
 
 @dataclass(frozen=True)
 class _Heads:
-    """The head counts and sizes the layout is read from: per layer where llama.cpp allows arrays."""
+    """The head counts and sizes the layout is read from: per layer (n_layer_all of them) where arrays are allowed."""
 
     n_head: tuple[int, ...]
     n_head_kv: tuple[int, ...]
@@ -185,14 +234,26 @@ class _Heads:
     head_v_swa: int
 
 
-def _heads(meta: ModelMetadata, row, n_layer: int, n_embd: int) -> _Heads:
-    arch = meta.architecture
-    n_head_arr = _per_layer(meta, K.HEAD_COUNT, n_layer, (0,) * n_layer)
-    n_head_kv_arr = _per_layer(meta, K.HEAD_COUNT_KV, n_layer, n_head_arr)
-    n_ff_arr = _per_layer(meta, K.FEED_FORWARD_LENGTH, n_layer, (0,) * n_layer)
+def _expand(values: tuple[int, ...], counts: _Counts, router_value: int) -> tuple[int, ...]:
+    """Arrays read over block_count, repeated for loops (nanbeige.cpp:21-28) or given the router's entry."""
+    if counts.loops > 1:
+        phys = values[: counts.n_all // counts.loops]
+        return phys * counts.loops
+    if counts.router:
+        return values[: counts.n_main] + (router_value,)
+    return values
+
+
+def _heads(meta: ModelMetadata, row: Architecture, counts: _Counts, n_embd: int) -> _Heads:
+    arch, n = meta.architecture, counts.n_block
+    n_head_arr = _per_layer(meta, K.HEAD_COUNT, n, (0,) * n)
+    n_head_kv_arr = _per_layer(meta, K.HEAD_COUNT_KV, n, n_head_arr)
+    n_ff_arr = _per_layer(meta, K.FEED_FORWARD_LENGTH, n, (0,) * n)
+    n_head_arr, n_head_kv_arr = _expand(n_head_arr, counts, 1), _expand(n_head_kv_arr, counts, 1)
+    n_ff_arr = _expand(n_ff_arr, counts, 0)
     n_head = n_head_arr[0]
     for key in row.required_keys:
-        _int(meta, key, required=True)
+        _require(meta, key)
     if n_head > 0:
         head_k = _int(meta, K.KEY_LENGTH, n_embd // n_head)
         head_v = _int(meta, K.VALUE_LENGTH, n_embd // n_head)
@@ -205,7 +266,7 @@ def _heads(meta: ModelMetadata, row, n_layer: int, n_embd: int) -> _Heads:
         if size > MAX_HEAD_SIZE:
             raise BadModelFile(f"{meta.source}: {arch}.{suffix} is {size:,}: heads wider than {MAX_HEAD_SIZE:,} are "
                                "not a model llama.cpp can run")
-    for il in range(n_layer):
+    for il in range(counts.n_all):
         if n_head_kv_arr[il] > 0 and n_head_arr[il] > 0 and n_head_kv_arr[il] > n_head_arr[il]:
             raise BadModelFile(
                 f"{meta.source}: layer {il} has {n_head_kv_arr[il]} KV heads but only {n_head_arr[il]} attention heads"
@@ -215,84 +276,250 @@ def _heads(meta: ModelMetadata, row, n_layer: int, n_embd: int) -> _Heads:
 
 @dataclass(frozen=True)
 class _Flags:
-    """Per main layer: is it SWA, is it recurrent, does it hold KV; and the window."""
+    """Per layer (n_layer_all of them): SWA, recurrent, in the main attention cache; and the window."""
 
     is_swa: tuple[bool, ...]
     is_recr: tuple[bool, ...]
-    has_kv: tuple[bool, ...]
+    has_kv: tuple[bool, ...]  # the attention filter, NextN filter applied (KV sharing is not: see _kv_from)
     n_swa: int
 
 
-def _flags(meta: ModelMetadata, row, heads: _Heads, n_main: int, n_layer: int) -> _Flags:
-    """The architecture row's rule applied (PLAIN and MLA keep the defaults: every main layer caches K and V)."""
-    arch = meta.architecture
-    is_swa, is_recr, has_kv, n_swa = [False] * n_main, [False] * n_main, [True] * n_main, 0
-    kv, ff = heads.n_head_kv, heads.n_ff
+def _recurrent_flags(meta: ModelMetadata, row: Architecture, heads: _Heads, counts: _Counts) -> list[bool]:
+    """is_recr per layer: each hybrid family's load_arch_hparams."""
+    n_all, n_main, kv, ff = counts.n_all, counts.n_main, heads.n_head_kv, heads.n_ff
     rule = row.layout
     if rule is LayoutRule.INTERVAL:
-        flags = _bool_array(meta, K.RECURRENT_LAYERS, n_layer)
+        flags = _bool_array(meta, K.RECURRENT_LAYERS, counts.n_block)
         if flags is None:
-            interval = _int(meta, K.FULL_ATTENTION_INTERVAL, 4)
+            interval = _int(meta, K.FULL_ATTENTION_INTERVAL, row.recurrent_interval)
             if interval == 0:
-                raise BadModelFile(f"{meta.source}: {arch}.full_attention_interval is 0")
-            flags = tuple((i < n_main) and ((i + 1) % interval != 0) for i in range(n_layer))
-        is_recr = list(flags[:n_main])
-        has_kv = [not r for r in is_recr]
-    elif rule is LayoutRule.KV_ZERO:
-        is_recr = [kv[i] == 0 for i in range(n_main)]
-        has_kv = [not r for r in is_recr]
+                raise BadModelFile(f"{meta.source}: {meta.architecture}.full_attention_interval is 0")
+            flags = tuple((i < n_main) and ((i + 1) % interval != 0) for i in range(n_all))
+        return list(flags)
+    if rule is LayoutRule.KV_ZERO:  # glm5-next marks NextN layers too (glm5-next.cpp:21-23), but filters them out
+        return [i < n_main and kv[i] == 0 for i in range(n_all)]
+    if rule is LayoutRule.NEMOTRON_H:
+        return [i < n_main and kv[i] == 0 and ff[i] == 0 for i in range(n_all)]
+    if rule in (LayoutRule.PARALLEL, LayoutRule.RECURRENT):
+        return [True] * n_all
+    return [False] * n_all
+
+
+def _attention_filter(row: Architecture, heads: _Heads, counts: _Counts, is_recr: list[bool]) -> list[bool]:
+    """Which layers the main attention cache holds (create_memory's filters, src/llama-model.cpp:2679-2804)."""
+    rule = row.layout
+    if rule in (LayoutRule.RECURRENT, LayoutRule.NO_CACHE):
+        return [False] * counts.n_all
+    if rule is LayoutRule.PARALLEL:
+        attends = [True] * counts.n_all
     elif rule is LayoutRule.NEMOTRON_H:
-        is_recr = [kv[i] == 0 and ff[i] == 0 for i in range(n_main)]
-        has_kv = [not is_recr[i] and ff[i] == 0 for i in range(n_main)]
-    elif rule is LayoutRule.PARALLEL:
-        is_recr = [True] * n_main
-    elif rule is LayoutRule.RECURRENT:
-        is_recr = [True] * n_main
-        has_kv = [False] * n_main
-    elif rule is LayoutRule.SWA:
-        window = _int(meta, K.SLIDING_WINDOW, 0)
-        if window > 0:
-            n_swa = window
-            is_swa = list(_swa_flags(meta, n_main, n_layer, row.swa_pattern))
-        if n_swa > 0 and not any(is_swa):
-            raise BadModelFile(f"{meta.source}: {arch} has a sliding window but no layer is marked SWA")
-    if row.swa_on_attention:  # src/models/lfm2.cpp: is_swa = !is_recr once sliding_window > 0
-        window = _int(meta, K.SLIDING_WINDOW, 0)
-        if window > 0:
-            n_swa = window
-            is_swa = [not r for r in is_recr]
+        attends = [not r and f == 0 for r, f in zip(is_recr, heads.n_ff)]
+    else:
+        attends = [not r for r in is_recr]
+    # NextN layers: filtered out (il < n_layer()) unless the row's memory has no such filter, or the extra layer
+    # is graniteswitch's router (router_layer >= 0 turns the filter off, src/llama-model.cpp:2796-2798)
+    keep_extra = row.nextn_cached or counts.router
+    return [a and (il < counts.n_main or keep_extra) for il, a in enumerate(attends)]
+
+
+def _swa_pattern(meta: ModelMetadata, row: Architecture, counts: _Counts) -> list[bool]:
+    """load_swa_pattern (src/llama-model.cpp:3434-3441): a bool array as is, else set_swa_pattern with the period
+    (src/llama-hparams.cpp:8-22); rows without a default period require the array (get_arr)."""
+    arch, value = meta.architecture, meta.arch_key(K.SLIDING_WINDOW_PATTERN)
+    if isinstance(value, tuple):
+        if len(value) > LLAMA_MAX_LAYERS:
+            raise BadModelFile(f"{meta.source}: {arch}.sliding_window_pattern has {len(value)} entries; llama.cpp "
+                               f"takes at most {LLAMA_MAX_LAYERS}")
+        if len(value) != counts.n_block and row.swa_pattern is not None:
+            raise BadModelFile(f"{meta.source}: {arch}.sliding_window_pattern has {len(value)} entries for "
+                               f"{counts.n_block} layers")
+        flags = [bool(v) for v in value[: counts.n_all]]
+        return flags + [False] * (counts.n_all - len(flags))
+    if row.swa_pattern is None:
+        raise BadModelFile(f"{meta.source}: {arch}.sliding_window_pattern must be a per-layer array "
+                           f"(llama.cpp reads it with get_arr)")
+    period = _int(meta, K.SLIDING_WINDOW_PATTERN, row.swa_pattern)
+    if row.swa_dense_first:
+        return [il < counts.n_main and (period == 0 or il % period != 0) for il in range(counts.n_all)]
+    return [il < counts.n_main and (period == 0 or il % period < period - 1) for il in range(counts.n_all)]
+
+
+def _swa(meta: ModelMetadata, row: Architecture, counts: _Counts, is_recr: list[bool]) -> tuple[list[bool], int]:
+    """(is_swa per layer, n_swa): the row's SwaRule, pattern and window."""
+    none, rule = [False] * counts.n_all, row.swa
+    if rule is SwaRule.NONE:  # attention.sliding_window is not read (or, phi3, read and dropped)
+        return none, 0
+    key = meta.arch_key(K.SLIDING_WINDOW)
+    window = _int(meta, K.SLIDING_WINDOW, 0)
+    if rule in (SwaRule.IF_WINDOW, SwaRule.ATTENTION) and window == 0:
+        return none, 0
+    if rule is SwaRule.UNLESS_ZERO and key is not None and window == 0:
+        return none, 0
+    if row.swa_only_with_layers and counts.n_main != row.swa_only_with_layers:
+        return none, 0
+    if rule is SwaRule.ATTENTION:  # src/models/lfm2.cpp:26-31
+        flags = [il < counts.n_main and not is_recr[il] for il in range(counts.n_all)]
+    else:
+        flags = _swa_pattern(meta, row, counts)
+    n_swa = row.swa_window_fixed or (window if key is not None else row.swa_window_default)
+    if not any(flags) and rule is not SwaRule.ATTENTION:  # a hybrid's SWA cache may hold no layer
+        # create_memory asserts is_swa_any() once swa_type is set (src/llama-model.cpp:2806-2807)
+        raise BadModelFile(f"{meta.source}: {meta.architecture} has a sliding window but no layer is marked SWA")
+    return flags, n_swa
+
+
+def _flags(meta: ModelMetadata, row: Architecture, heads: _Heads, counts: _Counts) -> _Flags:
+    is_recr = _recurrent_flags(meta, row, heads, counts)
+    has_kv = _attention_filter(row, heads, counts, is_recr)
+    is_swa, n_swa = _swa(meta, row, counts, is_recr)
     return _Flags(tuple(is_swa), tuple(is_recr), tuple(has_kv), n_swa)
 
 
-def _layers(meta: ModelMetadata, heads: _Heads, flags: _Flags, is_mla: bool, n_main: int
-            ) -> list[LayerGeometry]:
+def _kv_from(meta: ModelMetadata, row: Architecture, flags: _Flags, n_all: int) -> list[int | None]:
+    """KV sharing: the layer each layer's cache is read from (None: its own). Layers from n_layer_kv_from_start on
+    own none (src/llama-hparams.cpp:321-332) and read start - 2 if SWA, else start - 1 (llama-model.cpp:2780-2790)."""
+    if row.kv_sharing is KvSharing.NONE:
+        return [None] * n_all
+    if row.kv_sharing is KvSharing.FIRST_20:
+        start = GEMMA3N_KV_LAYERS
+    else:  # src/models/gemma4.cpp:8-11
+        shared = _int(meta, K.SHARED_KV_LAYERS, 0)
+        if shared > n_all:
+            raise BadModelFile(f"{meta.source}: {meta.architecture}.shared_kv_layers ({shared}) is above "
+                               f"block_count ({n_all})")
+        start = n_all - shared
+    if start < n_all and start < 2:
+        raise BadModelFile(f"{meta.source}: {meta.architecture} shares KV from layer {start}; llama.cpp asserts at "
+                           "least 2 layers own a cache")
+    return [None if il < start else start - (2 if flags.is_swa[il] else 1) for il in range(n_all)]
+
+
+def _widths(heads: _Heads, flags: _Flags, il: int) -> tuple[int, int]:
+    """(K, V) widths of layer il: the SWA head sizes on SWA layers."""
+    hk, hv = (heads.head_k_swa, heads.head_v_swa) if flags.is_swa[il] else (heads.head_k, heads.head_v)
+    return hk * heads.n_head_kv[il], hv * heads.n_head_kv[il]
+
+
+def _kind(flags: _Flags, il: int, n_main: int, is_mla: bool, kv_from: int | None) -> LayerKind:
+    has_kv, is_recr = flags.has_kv[il], flags.is_recr[il] and il < n_main
+    if has_kv and kv_from is not None:
+        return LayerKind.SHARED
+    if has_kv and is_recr:
+        return LayerKind.FULL_RECURRENT
+    if has_kv:
+        return LayerKind.MLA if is_mla else (LayerKind.SWA if flags.is_swa[il] else LayerKind.FULL)
+    return LayerKind.RECURRENT if is_recr else LayerKind.NONE
+
+
+def _layers(meta: ModelMetadata, heads: _Heads, flags: _Flags, is_mla: bool, counts: _Counts,
+            extras: tuple[list[int | None], list[tuple[int, int]], list[int]]) -> list[LayerGeometry]:
+    """The trunk layers, then the NextN layers the main cache holds."""
+    kv_from, index, ple = extras
     layers = []
-    for il in range(n_main):
-        k_width, v_width = _widths(heads, flags, n_main, il)
-        has_kv, is_recr = flags.has_kv[il], flags.is_recr[il]
-        if has_kv and is_recr:
-            kind = LayerKind.FULL_RECURRENT
-        elif has_kv:
-            kind = LayerKind.MLA if is_mla else (LayerKind.SWA if flags.is_swa[il] else LayerKind.FULL)
-        elif is_recr:
-            kind = LayerKind.RECURRENT
-        else:
-            kind = LayerKind.NONE
-        if not has_kv:
+    for il in range(counts.n_all):
+        kind = _kind(flags, il, counts.n_main, is_mla, kv_from[il])
+        if il >= counts.n_main and kind is LayerKind.NONE:
+            continue  # a NextN layer left to the MTP context
+        k_width, v_width = _widths(heads, flags, il)
+        if kind is LayerKind.SHARED or not flags.has_kv[il]:
             k_width = v_width = 0
         elif is_mla:
             v_width = 0
-        if has_kv and k_width == 0:
+        # a trunk layer that attends needs heads; a NextN layer with none gets llama.cpp's empty row (it allocates one)
+        if flags.has_kv[il] and kind is not LayerKind.SHARED and k_width == 0 and il < counts.n_main:
             raise BadModelFile(f"{meta.source}: layer {il} caches KV but has no KV heads or a zero head size")
-        layers.append(LayerGeometry(il, kind, heads.n_head_kv[il], k_width, v_width))
+        shared = kv_from[il] if kind is LayerKind.SHARED else None
+        p_width = ple[il] if kind in (LayerKind.RECURRENT, LayerKind.FULL_RECURRENT) else 0
+        layers.append(LayerGeometry(il, kind, heads.n_head_kv[il], k_width, v_width, shared, *index[il], p_width))
     return layers
 
 
-def _widths(heads: _Heads, flags: _Flags, n_main: int, il: int) -> tuple[int, int]:
-    """(K, V) widths of layer il: the SWA head sizes on SWA layers."""
-    swa = il < n_main and flags.is_swa[il]
-    hk, hv = (heads.head_k_swa, heads.head_v_swa) if swa else (heads.head_k, heads.head_v)
-    return hk * heads.n_head_kv[il], hv * heads.n_head_kv[il]
+def _indexer_types(meta: ModelMetadata, row: Architecture, counts: _Counts) -> tuple[bool, ...]:
+    """is_indexer_full over the trunk: attention.indexer.types (a scalar, or n_layer() entries), else the default."""
+    n = counts.n_main
+    if row.indexer is Indexer.DSA_TYPES and _int(meta, K.CONTEXT_LENGTH, 0) >= GLM_DSA_LONG_CONTEXT:
+        # GLM_5_2_DEFAULT_INDEXER_TYPES (src/models/glm-dsa.cpp:6-27,59-64): layers 0, 1, then every 4th from 2
+        default = tuple(il < GLM_5_2_INDEXER_LAYERS and (il < 2 or (il - 2) % 4 == 0) for il in range(n))
+    else:
+        default = (row.indexer is not Indexer.TOP_K,) * n  # hy_v4 defaults to none (load_hparams, line 1385)
+    return _flag_array(meta, K.INDEXER_TYPES, n, default)
+
+
+def _indexer(meta: ModelMetadata, row: Architecture, heads: _Heads, flags: _Flags, counts: _Counts,
+             is_mla: bool) -> list[tuple[int, int]]:
+    """(K, V) widths of each layer's indexer row (src/llama-kv-cache-dsa.cpp:38-53, -msa.cpp:39-49,
+    llama-memory-hybrid-idx.cpp:53-73): one head of indexer.key_length; V of value_length unless the copied
+    hparams are MLA (K-only), and never in the hybrid-idx cache."""
+    none = [(0, 0)] * counts.n_all
+    kind = row.indexer
+    if kind is None or (kind is Indexer.TOP_K and _int(meta, K.INDEXER_TOP_K, 0) == 0):
+        return none
+    width = _int(meta, K.INDEXER_KEY_LENGTH, required=True)
+    if kind is Indexer.KPOOL and _int(meta, K.INDEXER_KPOOL, 0) > 0:
+        width *= 3  # the glm5-next indexer caches key, gate and pooled values (llama-memory-hybrid-idx.cpp:57)
+    k_only = is_mla or kind in (Indexer.QSA, Indexer.KPOOL)
+    if kind is Indexer.MSA:
+        lead = _int(meta, K.LEADING_DENSE_BLOCK_COUNT, 0)
+        chosen = [flags.has_kv[il] and il >= lead for il in range(counts.n_all)]
+    else:
+        trunk = _indexer_types(meta, row, counts) if kind in (Indexer.DSA_TYPES, Indexer.KPOOL, Indexer.TOP_K) \
+            else (True,) * counts.n_main
+        if kind is Indexer.TOP_K and not trunk[0]:
+            raise BadModelFile(f"{meta.source}: {meta.architecture}.attention.indexer.types must mark layer 0 "
+                               "(hy-v4.cpp:60-62)")
+        chosen = [il < counts.n_main and flags.has_kv[il] and trunk[il] for il in range(counts.n_all)]
+    out = []
+    for il in range(counts.n_all):
+        v = 0 if k_only else (heads.head_v_swa if flags.is_swa[il] else heads.head_v)
+        out.append((width, v) if chosen[il] else (0, 0))
+    return out
+
+
+def _ple(meta: ModelMetadata, row: Architecture, flags: _Flags, counts: _Counts, n_embd: int) -> list[int]:
+    """qwen4exp's PLE conv row (src/models/qwen4exp.cpp:67-98,138-143; ple_conv_state, llama-hparams.cpp:268-275):
+    (ple.conv_kernel - 1) x ple.ngram_size x hyper_connection.count x n_embd f32 on the one layer in ple.layers."""
+    out = [0] * counts.n_all
+    layers = meta.arch_key(K.PLE_LAYERS)
+    if not row.ple or layers is None:
+        return out
+    if not isinstance(layers, tuple) or len(layers) != 1 or not isinstance(layers[0], int) \
+            or not 0 <= layers[0] < counts.n_all:
+        raise BadModelFile(f"{meta.source}: {meta.architecture}.ple.layers must list exactly one layer "
+                           f"(qwen4exp.cpp:76-86), got {cut(layers)}")
+    il = layers[0]
+    if not flags.is_recr[il]:
+        raise BadModelFile(f"{meta.source}: PLE layer {il} is not a linear attention layer (qwen4exp.cpp:138-143)")
+    kernel = _int(meta, K.PLE_CONV_KERNEL, required=True)
+    ngram = _int(meta, K.PLE_NGRAM_SIZE, required=True)
+    hc = _int(meta, K.HYPER_CONNECTION_COUNT, required=True)
+    if kernel == 0 or ngram < 2:
+        raise BadModelFile(f"{meta.source}: {meta.architecture}.ple.conv_kernel must be non-zero and ple.ngram_size "
+                           "at least 2 (qwen4exp.cpp:95-101)")
+    out[il] = (kernel - 1) * ngram * hc * n_embd
+    return out
+
+
+def _recurrent_widths(meta: ModelMetadata, state: RecurrentState, n_embd: int, heads: _Heads) -> tuple[int, int]:
+    """(n_embd_r, n_embd_s) from llama_hparams::n_embd_r / n_embd_s (src/llama-hparams.cpp:208-258)."""
+    if state is RecurrentState.RWKV:
+        shift = _int(meta, K.TOKEN_SHIFT_COUNT, 2)  # default token_shift_count 2 (src/llama-hparams.h:143)
+        return shift * n_embd, n_embd * _int(meta, K.WKV_HEAD_SIZE, required=True)
+    if state is RecurrentState.SHORTCONV:
+        l_cache = _int(meta, K.SHORTCONV_L_CACHE, required=True)
+        if l_cache < 1:
+            raise BadModelFile(f"{meta.source}: {meta.architecture}.shortconv.l_cache must be at least 1")
+        return n_embd * (l_cache - 1), 0
+    d_conv = _int(meta, K.SSM_CONV_KERNEL, 0)
+    if state is RecurrentState.KDA:
+        head_dim = _int(meta, K.KDA_HEAD_DIM, required=True)
+        return 3 * (d_conv - 1 if d_conv > 0 else 3) * heads.n_head[0] * head_dim, head_dim * head_dim * heads.n_head[0]
+    if state is RecurrentState.LIGHTNING:  # n_embd_head_la = key_length (src/models/minimax-01.cpp:9)
+        return 0, heads.head_k * heads.head_k * heads.n_head[0]
+    d_inner = _int(meta, K.SSM_INNER_SIZE, 0)
+    d_state = _int(meta, K.SSM_STATE_SIZE, 0)
+    n_group = _int(meta, K.SSM_GROUP_COUNT, 0) if state is RecurrentState.SSM else 0
+    conv = (d_conv - 1 if d_conv > 0 else 0) * (d_inner + 2 * n_group * d_state)
+    return conv, d_state * d_inner
 
 
 def _full_gqa_reference(meta: ModelMetadata, layers: list[LayerGeometry], n_head: int, is_mla: bool
@@ -308,41 +535,43 @@ def _full_gqa_reference(meta: ModelMetadata, layers: list[LayerGeometry], n_head
     return ref.k_width, ref.v_width
 
 
+def has_layout_rule(meta: ModelMetadata) -> bool:
+    """Whether llamabench can lay out this model's caches (else: llama.cpp's own numbers only)."""
+    return architectures.lookup(meta.architecture) is not None
+
+
 def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
+    """The layout of `meta`; UnsupportedArchitecture where its architecture has no layout rule."""
     arch = meta.architecture
     row = architectures.get(arch, meta.source)
 
-    n_layer = _int(meta, K.BLOCK_COUNT, required=True)
-    if n_layer == 0 or n_layer > LLAMA_MAX_LAYERS:
-        raise BadModelFile(f"{meta.source}: {arch}.block_count is {n_layer}; llama.cpp needs 1 to {LLAMA_MAX_LAYERS}")
-    n_nextn = _int(meta, K.NEXTN_PREDICT_LAYERS, 0)
-    if n_nextn >= n_layer:
-        raise BadModelFile(f"{meta.source}: {arch}.nextn_predict_layers ({n_nextn}) leaves no main layers")
-    n_main = n_layer - n_nextn
+    counts = _counts(meta, row)
     n_ctx_train = _int(meta, K.CONTEXT_LENGTH, required=True)
     n_embd = _int(meta, K.EMBEDDING_LENGTH, required=True)
     if n_embd == 0:
         raise BadModelFile(f"{meta.source}: {arch}.embedding_length is 0")
 
-    heads = _heads(meta, row, n_layer, n_embd)
-    flags = _flags(meta, row, heads, n_main, n_layer)
-    is_mla = row.layout is LayoutRule.MLA and bool(
-        _int(meta, K.KEY_LENGTH_MLA, 0) and _int(meta, K.VALUE_LENGTH_MLA, 0)
-    )
-    v_width_max = max([_widths(heads, flags, n_main, 0)[1]] +
-                      [_widths(heads, flags, n_main, il)[1] for il in range(n_layer)])
-    layers = _layers(meta, heads, flags, is_mla, n_main)
+    heads = _heads(meta, row, counts, n_embd)
+    flags = _flags(meta, row, heads, counts)
+    is_mla = row.mla and bool(_int(meta, K.KEY_LENGTH_MLA, 0) and _int(meta, K.VALUE_LENGTH_MLA, 0))
+    widths = [_widths(heads, flags, il) for il in range(counts.n_all)]
+    v_width_max = max([_widths(heads, flags, 0)[1]] + [v for _, v in widths])
+    index = _indexer(meta, row, heads, flags, counts, is_mla)
+    extras = (_kv_from(meta, row, flags, counts.n_all), index, _ple(meta, row, flags, counts, n_embd))
+    layers = _layers(meta, heads, flags, is_mla, counts, extras)
 
-    any_recr = any(flags.is_recr)
-    r_width, s_width = _recurrent_widths(meta, row.recurrent_state, n_embd) if any_recr else (0, 0)
+    any_recr = any(layer.has_recurrent_state for layer in layers)
+    r_width, s_width = _recurrent_widths(meta, row.recurrent_state, n_embd, heads) if any_recr else (0, 0)
     if any_recr and r_width + s_width == 0:
         raise BadModelFile(f"{meta.source}: recurrent layers with an empty state (check the ssm.* keys)")
     full_k, full_v = _full_gqa_reference(meta, layers, heads.n_head[0], is_mla)
+    index_v_max = max((v for _, v in index), default=0) and max(
+        heads.head_v_swa if flags.is_swa[il] else heads.head_v for il in range(counts.n_all))
 
     return ModelGeometry(
         architecture=arch,
-        n_layer=n_layer,
-        n_layer_nextn=n_nextn,
+        n_layer=counts.n_all,
+        n_layer_nextn=counts.n_nextn,
         n_ctx_train=n_ctx_train,
         n_embd=n_embd,
         n_head=heads.n_head[0],
@@ -354,4 +583,5 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
         v_width_max=v_width_max,
         full_attention_k_width=full_k,
         full_attention_v_width=full_v,
+        index_v_width_max=index_v_max,
     )

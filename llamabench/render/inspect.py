@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.units import mib, thousands
-from ..model.layout import LayerGeometry
+from ..model.layout import LayerGeometry, LayerKind, ModelGeometry
 from ..records.records import InspectRecord
 from .fields import Field, table
 from .table import compress_indices
@@ -18,6 +18,10 @@ def _layer_signature(layer: LayerGeometry, r_width: int, s_width: int) -> tuple:
         layer.v_width,
         r_width if has_r else 0,
         s_width if has_r else 0,
+        layer.kv_from,
+        layer.index_k_width,
+        layer.index_v_width,
+        layer.p_width,
     )
 
 
@@ -25,7 +29,11 @@ def _dash(v: int) -> str:
     return thousands(v) if v else "-"
 
 
-# one layer group per row: (indices, kind, KV heads, K width, V width, R width, S width)
+def _source(v: int | None) -> str:
+    return "-" if v is None else f"layer {v}"
+
+
+# one layer group per row: (indices, kind, KV heads, K width, V width, R width, S width, reads, idx K, idx V, P width)
 LAYER_FIELDS = (
     Field("layers", "layers", lambda g: compress_indices(g[0])),
     Field("count", "count", lambda g: len(g[0])),
@@ -36,6 +44,19 @@ LAYER_FIELDS = (
     Field("r_width", "R width (f32)", lambda g: g[5], _dash, "r"),
     Field("s_width", "S width (f32)", lambda g: g[6], _dash, "r"),
 )
+# columns shown only for a model that has such layers (KV sharing, indexer caches, a PLE row)
+OPTIONAL_FIELDS = (
+    Field("kv_from", "reads KV of", lambda g: g[7], _source),
+    Field("index_k_width", "idx K width", lambda g: g[8] or None, _dash, "r"),
+    Field("index_v_width", "idx V width", lambda g: g[9] or None, _dash, "r"),
+    Field("p_width", "P width (f32)", lambda g: g[10] or None, _dash, "r"),
+)
+
+
+def layer_fields(groups: list[tuple]) -> tuple[Field, ...]:
+    """The layer table's columns: the optional ones where some layer group has a value there."""
+    shown = tuple(f for f in OPTIONAL_FIELDS if any(f.get(g) is not None for g in groups))
+    return LAYER_FIELDS + shown
 
 
 def layer_groups(record: InspectRecord) -> list[tuple]:
@@ -47,7 +68,47 @@ def layer_groups(record: InspectRecord) -> list[tuple]:
 
 
 def render_layers(record: InspectRecord, fmt: str) -> str:
-    return table(layer_groups(record), LAYER_FIELDS, fmt)
+    groups = layer_groups(record)
+    return table(groups, layer_fields(groups), fmt)
+
+
+def _nextn_words(g: ModelGeometry) -> str:
+    if not g.n_layer_nextn:
+        return ""
+    held = sum(1 for layer in g.layers if layer.index >= g.n_layer - g.n_layer_nextn and layer.has_kv)
+    where = "in the main cache" if held == g.n_layer_nextn else "outside the main cache" if not held else \
+        f"{held} in the main cache"
+    return f" ({g.n_layer_nextn} NextN, {where})"
+
+
+def _cache_lines(record: InspectRecord) -> list[str]:
+    """KV at n_ctx (SWA, indexer and KV sharing parts), then the recurrent state."""
+    result = record.inspection
+    g, fp, s = result.geometry, result.footprint, result.footprint.params
+    out = [f"KV at n_ctx      {thousands(fp.kv_bytes)} B = {mib(fp.kv_bytes)}"
+           f" (K {mib(fp.k_bytes + fp.swa_k_bytes + fp.index_k_bytes)}, "
+           f"V {mib(fp.v_bytes + fp.swa_v_bytes + fp.index_v_bytes)})"]
+    if g.has_swa:
+        out.append(f"  of which SWA   {thousands(fp.swa_kv_bytes)} B = {mib(fp.swa_kv_bytes)} "
+                   f"({fp.n_swa_layers} layers, window {g.n_swa}, {thousands(fp.shape.swa_cells)} cells per stream"
+                   + (", swa_full" if s.swa_full else "") + ")")
+    if fp.n_index_layers:
+        out.append(f"  of which index {thousands(fp.index_kv_bytes)} B = {mib(fp.index_kv_bytes)} "
+                   f"({fp.n_index_layers} layers of sparse-attention indexer keys"
+                   + (", K only" if not fp.index_v_bytes else "") + ")")
+    shared = [layer for layer in g.layers if layer.kind is LayerKind.SHARED]
+    if shared:
+        sources = sorted({layer.kv_from for layer in shared})
+        out.append(f"  KV sharing     {len(shared)} layers own no cache: they read layer "
+                   + " or ".join(str(i) for i in sources) + "'s")
+    if fp.n_recurrent_layers:
+        ple = f" + P {mib(fp.recurrent_p_bytes)}" if fp.recurrent_p_bytes else ""
+        out.append(f"Recurrent state  {thousands(fp.recurrent_state_bytes)} B = {mib(fp.recurrent_state_bytes)} "
+                   f"(R {mib(fp.recurrent_r_bytes)} + S {mib(fp.recurrent_s_bytes)}{ple}, {fp.n_recurrent_layers} "
+                   f"layers, {s.n_seq} seq, f32)")
+    elif not fp.n_kv_layers + fp.n_swa_layers:
+        out.append("No cache         llama.cpp creates no KV cache and no recurrent state for this architecture")
+    return out
 
 
 def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
@@ -55,9 +116,7 @@ def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
         return render_layers(record, fmt)
     result = record.inspection
     g, fp, s = result.geometry, result.footprint, result.footprint.params
-    out = [f"{result.name} ({g.architecture}), {g.n_layer} layers"
-           + (f" ({g.n_layer_nextn} NextN, outside the main cache)" if g.n_layer_nextn else "")
-           + f", from {result.source}"]
+    out = [f"{result.name} ({g.architecture}), {g.n_layer} layers" + _nextn_words(g) + f", from {result.source}"]
     out.append("All numbers below are computed from the GGUF metadata (theory); "
                "`llamabench verify` checks them against llama.cpp.")
     out.append("")
@@ -84,16 +143,7 @@ def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
         verdict = "matches" if result.published_kv_matches else "DIFFERS from the f16 value computed here"
         out.append(f"Published        {thousands(published.kv_bytes_per_token)} B/token (f16) in the catalog: "
                    f"{verdict}")
-    out.append(f"KV at n_ctx      {thousands(fp.kv_bytes)} B = {mib(fp.kv_bytes)}"
-               f" (K {mib(fp.k_bytes + fp.swa_k_bytes)}, V {mib(fp.v_bytes + fp.swa_v_bytes)})")
-    if g.has_swa:
-        out.append(f"  of which SWA   {thousands(fp.swa_kv_bytes)} B = {mib(fp.swa_kv_bytes)} "
-                   f"({fp.n_swa_layers} layers, window {g.n_swa}, {thousands(shape.swa_cells)} cells per stream"
-                   + (", swa_full" if s.swa_full else "") + ")")
-    if fp.n_recurrent_layers:
-        out.append(f"Recurrent state  {thousands(fp.recurrent_state_bytes)} B = {mib(fp.recurrent_state_bytes)} "
-                   f"(R {mib(fp.recurrent_r_bytes)} + S {mib(fp.recurrent_s_bytes)}, {fp.n_recurrent_layers} layers, "
-                   f"{s.n_seq} seq, f32)")
+    out.extend(_cache_lines(record))
     if result.n_tensors:
         out.append(f"Weights          {thousands(result.weights_bytes)} B = {mib(result.weights_bytes)} "
                    f"(sum of {result.n_tensors} tensor infos)")

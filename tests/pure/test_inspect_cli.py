@@ -101,8 +101,10 @@ def _bad_inputs(tmp_path):
                                "attention.head_count": 4, "attention.head_count_kv": (0, 4, 0),
                                "ssm.conv_kernel": 4, "ssm.inner_size": 128, "ssm.state_size": 16,
                                "ssm.time_step_rank": 4, "ssm.group_count": 1})
-    unknown = metadata_only(tmp_path / "unknown.gguf", "rwkv7", {"block_count": 4, "context_length": 4096,
+    unknown = metadata_only(tmp_path / "unknown.gguf", "rwkv9", {"block_count": 4, "context_length": 4096,
                                                                 "embedding_length": 64})
+    no_rule = metadata_only(tmp_path / "no_rule.gguf", "deepseek4", {"block_count": 4, "context_length": 4096,
+                                                                     "embedding_length": 64})
     missing_ssm = metadata_only(tmp_path / "missing_ssm.gguf", "qwen35moe",
                                 {k: v for k, v in QWEN35MOE_KEYS.items() if k != "ssm.inner_size"})
     return [
@@ -112,7 +114,8 @@ def _bad_inputs(tmp_path):
         (missing, "block_count"),
         (zero, "block_count is 0"),
         (wrong_len, "3 entries for 4 layers"),
-        (unknown, "rwkv7"),
+        (unknown, "architecture 'rwkv9': no layout rule in llamabench"),
+        (no_rule, "architecture 'deepseek4': no layout rule in llamabench (compressed"),
         (missing_ssm, "ssm.inner_size"),
         (tmp_path / "absent.gguf", "no such file"),
     ]

@@ -23,6 +23,7 @@ from ...model import gguf_keys as K
 from ...model.layout import ModelGeometry, geometry_from_metadata
 from ...model.metadata import ModelMetadata
 from .context import TwinContext
+from .generic import GENERIC, write_generic_twin
 from .writer import write_gguf
 
 TWIN_N_EMBD = 64
@@ -35,9 +36,15 @@ TWIN_N_FF_EXP = 32
 DROPPED_KEYS = ("vocab_size", "expert_group_count", "expert_group_used_count")
 
 
-def family_for(arch: str) -> ModuleType:
-    """The tensor family that writes `arch` (its architectures row names it); a broken family is a bug: let it show."""
-    return importlib.import_module(f"llamabench.jobs.twin.families.{architectures.get(arch).twin_family}")
+def family_for(arch: str) -> ModuleType | None:
+    """The hand-written tensor family that writes `arch` (its architectures row names it); None where it has no row
+    or its row names none (or `generic`): llama.cpp's own tensor list writes it (generic.py). A broken family is
+    a bug: let it show."""
+    row = architectures.ARCHITECTURES.get(arch)
+    name = getattr(row, "twin_family", None)
+    if not name or name == GENERIC:
+        return None
+    return importlib.import_module(f"llamabench.jobs.twin.families.{name}")
 
 
 def _shrink_count(value, new: int):
@@ -96,7 +103,25 @@ class TwinResult:
     disk_bytes: int  # allocated on disk (zero tensors are holes)
     n_tensors: int
     seconds: float
-    geometry: ModelGeometry
+    geometry: ModelGeometry | None  # None: llamabench has no layout rule for the architecture (require_layout off)
+
+
+def _generic_twin(meta: ModelMetadata, out_path, progress, require_layout: bool) -> TwinResult:
+    """The twin of an architecture without a hand-written family, from llama.cpp's own tensor list."""
+    try:
+        geometry_from_metadata(meta)  # validates the source and names bad keys
+    except UnsupportedArchitecture:
+        if require_layout:
+            raise
+    written = write_generic_twin(meta, out_path, progress=progress)
+    twin_meta = ModelMetadata(source=str(out_path), architecture=meta.architecture,
+                              keys={k: v.value for k, v in written.metadata.items()})
+    try:
+        geometry = geometry_from_metadata(twin_meta)
+    except UnsupportedArchitecture:
+        geometry = None
+    return TwinResult(written.path, written.file_bytes, written.disk_bytes, written.n_tensors, written.seconds,
+                      geometry)
 
 
 def write_twin(
@@ -105,10 +130,15 @@ def write_twin(
     *,
     seed: int = 0,
     progress: Callable[[int, int], None] | None = None,
+    require_layout: bool = True,
 ) -> TwinResult:
+    """The geometry twin of a model: its architecture's hand-written family, else llama.cpp's own tensor list
+    (generic.py). `require_layout` off: a twin even of an architecture llamabench has no layout rule for."""
     start = time.perf_counter()
-    source_geometry = geometry_from_metadata(meta)  # validates the source and names bad keys
     family = family_for(meta.architecture)
+    if family is None:
+        return _generic_twin(meta, out_path, progress, require_layout)
+    source_geometry = geometry_from_metadata(meta)  # validates the source and names bad keys
     keys = twin_keys(meta, family)
     twin_meta = ModelMetadata(source=str(out_path), architecture=meta.architecture, keys=keys)
     geometry = geometry_from_metadata(twin_meta)

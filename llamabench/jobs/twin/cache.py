@@ -12,11 +12,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ...llama import user_model
 from ...model import architectures
 from ...model.metadata import ModelMetadata
 from ...world.outputs import OutputError
 from ...world.paths import CACHE_ENV, cache_dir
-from . import build, context, writer
+from ...world.versions import LLAMA_CPP_PYTHON_VERSION
+from . import build, context, generic, writer
 from .build import family_for, write_twin
 
 
@@ -28,9 +30,12 @@ def cached_file(kind_folder: str, meta: ModelMetadata, label: str, extra_files: 
     writer, the twin builder and context, the architecture's family module, and `extra_files` (a
     caller's own module).
     """
-    files = [architectures.__file__, build.__file__, context.__file__, writer.__file__,
-             family_for(meta.architecture).__file__, *extra_files]
+    family = family_for(meta.architecture)
+    family_files = [family.__file__] if family is not None else [generic.__file__, user_model.__file__]
+    files = [architectures.__file__, build.__file__, context.__file__, writer.__file__, *family_files, *extra_files]
     digest = hashlib.sha256(json.dumps(sorted(meta.keys.items()), default=str).encode())
+    if family is None:  # the generic writer's tensors are llama.cpp's own: its version is in the key too
+        digest.update(LLAMA_CPP_PYTHON_VERSION.encode())
     for name in files:
         digest.update(Path(name).read_bytes())
     name = f"{label[:100]}-{digest.hexdigest()[:10]}.gguf"
@@ -60,5 +65,10 @@ def _run_folder() -> Path:
     return folder
 
 
+def _write_any_twin(meta: ModelMetadata, path: Path):
+    return write_twin(meta, path, require_layout=False)
+
+
 def cached_twin(meta: ModelMetadata, label: str) -> Path:
-    return cached_file("twins", meta, label, (), write_twin)
+    """A catalog model's geometry twin, of any architecture (llama.cpp's own tensor list where no family writes it)."""
+    return cached_file("twins", meta, label, (), _write_any_twin)

@@ -18,6 +18,7 @@ from ...world import gguf_file
 from .build import family_for
 from .cache import cached_file
 from .context import TwinContext
+from .generic import write_generic_shape_twin
 from .writer import TensorSpec, write_gguf
 
 
@@ -56,8 +57,10 @@ def vocab_size(meta: ModelMetadata) -> int:
 
 def write_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike) -> Path:
     family = family_for(meta.architecture)
-    keys = shape_keys(meta, family)
     n_vocab = vocab_size(meta)
+    if family is None:  # no hand-written family: llama.cpp's own tensor list, at every real size
+        return write_generic_shape_twin(meta, out_path, n_vocab).path
+    keys = shape_keys(meta, family)
     twin_meta = ModelMetadata(source=str(out_path), architecture=meta.architecture, keys=keys)
     ctx = TwinContext(meta.architecture, keys, geometry_from_metadata(twin_meta), n_vocab_override=n_vocab)
     specs = [_zeroed(s) for s in family.tensors(ctx)]

@@ -26,6 +26,7 @@ _TYPES = {
     "q4_0": GGMLQuantizationType.Q4_0,
     "tq1_0": GGMLQuantizationType.TQ1_0,
 }
+GGML_TYPE_NAMES = {int(t): name for name, t in _TYPES.items()}  # enum ggml_type -> the dtypes a TensorSpec takes
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,27 @@ class TensorSpec:
         return self.n_elements // block * type_size
 
 
+# GGUF value types by the names llama.cpp's gguf_type_name gives them (a typed value: llama.user_model.GgufValue)
+_VALUE_TYPES = {"u8": GGUFValueType.UINT8, "i8": GGUFValueType.INT8, "u16": GGUFValueType.UINT16,
+                "i16": GGUFValueType.INT16, "u32": GGUFValueType.UINT32, "i32": GGUFValueType.INT32,
+                "u64": GGUFValueType.UINT64, "i64": GGUFValueType.INT64, "f32": GGUFValueType.FLOAT32,
+                "f64": GGUFValueType.FLOAT64, "bool": GGUFValueType.BOOL, "str": GGUFValueType.STRING}
+
+
+def _typed(value) -> bool:
+    """A value that carries its GGUF type (`type`, a name of _VALUE_TYPES, and `value`, a tuple for an array)."""
+    return isinstance(getattr(value, "type", None), str) and hasattr(value, "value")
+
+
 def _add_key(writer: GGUFWriter, key: str, value) -> None:
-    """llama.cpp reads counts as uint32 and arrays as int32/uint32/bool: write them so."""
-    if isinstance(value, bool):
+    """A typed value as its type says; else llama.cpp reads counts as uint32 and arrays as int32/uint32/bool:
+    write them so."""
+    if _typed(value):
+        if isinstance(value.value, tuple):
+            writer.add_key_value(key, list(value.value), GGUFValueType.ARRAY, sub_type=_VALUE_TYPES[value.type])
+        else:
+            writer.add_key_value(key, value.value, _VALUE_TYPES[value.type])
+    elif isinstance(value, bool):
         writer.add_bool(key, value)
     elif isinstance(value, int):
         if value < 0:
@@ -114,7 +133,8 @@ def write_gguf(
     progress: Callable[[int, int], None] | None = None,
     n_vocab: int = N_VOCAB,
 ) -> int:
-    """Write the file; returns its size in bytes (apparent size: zero tensors are holes)."""
+    """Write the file; returns its size in bytes (apparent size: zero tensors are holes). `n_vocab` 0: no
+    vocabulary is added (the keys carry their own tokenizer)."""
     path = Path(path)
     names = [t.name for t in tensors]
     if len(set(names)) != len(names):
@@ -129,7 +149,8 @@ def write_gguf(
             if key == "general.architecture":
                 continue
             _add_key(writer, key, value)
-        _add_vocab(writer, n_vocab)
+        if n_vocab:
+            _add_vocab(writer, n_vocab)
         for spec in tensors:
             numpy_shape = tuple(reversed(spec.shape))
             writer.add_tensor_info(spec.name, numpy_shape, np.dtype(np.float32), spec.n_bytes,
