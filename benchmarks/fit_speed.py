@@ -1,35 +1,74 @@
-"""Wall time of the default `llamabench fit` run (2 cards x 3 cache types x placements, max-context search).
+"""The default `llamabench fit` run here against an earlier commit, side by side in one run, in alternating rounds,
+with the same rows (2 cards x 3 cache types x placements, the max-context search).
 
-The first run of a catalog id writes its full-size shape twin into the cache; the timed runs reuse it,
-as a user's second `fit` would. Prints each run and the number of llama.cpp dry runs it needed.
+    .venv/bin/python benchmarks/fit_speed.py [--base 00e88bb] [--model qwen3-5-35b-a3b] [--rounds 3]
 
-    .venv/bin/python benchmarks/fit_speed.py [--model qwen3-5-35b-a3b] [--runs 3]
+Each round starts `python -m llamabench.cli fit MODEL -o json` in a fresh interpreter in each tree (the tree as the
+working folder, so its package is the one imported) and times it with the wall clock. Round 0 is untimed: it
+writes each tree's shape twin (and, here, llama.cpp's dry runs into the cache), as a user's first fit does; the
+timed rounds are a user's later fits. The rows of both trees must be the same (the JSON less its timings).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-import llamabench as lb
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_once(tree: Path, model: str) -> tuple[float, dict]:
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "llamabench.cli", "fit", model, "-o", "json"], cwd=tree,
+                          check=True, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    data = json.loads(done.stdout)
+    for key in ("seconds", "dry_runs"):
+        data["fit"].pop(key, None)
+    data.pop("timestamp", None)
+    data.pop("versions", None)
+    for row in data["fit"]["rows"]:  # the stored form names each row's -ngl / --n-cpu-moe since issue 32: compare the
+        for key in ("n_gpu_layers", "n_cpu_moe", "tensor_split"):  # context alone, and "none fits" as 0
+            row["settings"].pop(key, None)
+        row["max_n_ctx"] = row["max_n_ctx"] or 0
+    return seconds, data
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default="00e88bb", help="the commit to compare with (default: before issue 28)")
     ap.add_argument("--model", default="qwen3-5-35b-a3b")
-    ap.add_argument("--runs", type=int, default=3)
-    args = ap.parse_args()
-    t0 = time.perf_counter()
-    lb.fit(args.model, n_ctx=4096, vram=["16GiB"], type_k="f16", type_v="f16")  # writes the shape twin once
-    print(f"shape twin ready in {time.perf_counter() - t0:.1f} s (written once, then cached)")
-    times = []
-    for i in range(args.runs):
-        t0 = time.perf_counter()
-        result = lb.fit(args.model).fit  # the defaults: 16 and 24 GiB, 128k, f16 / q8_0 / q4_0
-        times.append(time.perf_counter() - t0)
-        print(f"run {i + 1}: {times[-1]:.2f} s, {len(result.rows)} rows, {result.dry_runs} llama.cpp dry runs")
-    print(f"default fit of {args.model}: mean {statistics.mean(times):.2f} s, best {min(times):.2f} s (target < 10 s)")
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), a.base], check=True)
+        try:
+            trees = {"base": base, "here": ROOT}
+            first = {name: run_once(tree, a.model) for name, tree in trees.items()}  # round 0: untimed
+            times: dict[str, list[float]] = {name: [] for name in trees}
+            rows: dict[str, dict] = {}
+            for i in range(a.rounds):
+                for name in (list(trees) if i % 2 == 0 else list(reversed(trees))):
+                    seconds, rows[name] = run_once(trees[name], a.model)
+                    times[name].append(seconds)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=False)
+    same = json.dumps(rows["base"]["fit"]["rows"], sort_keys=True) == json.dumps(rows["here"]["fit"]["rows"],
+                                                                                  sort_keys=True)
+    print(f"llamabench fit {a.model} (the defaults): round 0 (first fit) base {first['base'][0]:.1f} s, "
+          f"here {first['here'][0]:.1f} s; {a.rounds} alternating rounds after it")
+    for name, t in times.items():
+        label = a.base if name == "base" else "working tree"
+        print(f"  {label:<14} median {statistics.median(t):6.2f} s  (min {min(t):.2f}, max {max(t):.2f})")
+    print(f"  ratio here / base: {statistics.median(times['here']) / statistics.median(times['base']):.2f}; "
+          f"rows {'the same' if same else 'DIFFERENT'}")
 
 
 if __name__ == "__main__":

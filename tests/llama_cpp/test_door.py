@@ -37,3 +37,26 @@ def test_a_benchs_results_alone_make_a_report(capsys, tmp_path, gemma):
     err = capsys.readouterr().err
     assert "no inspect record: the layout and theory were read from the model's metadata again" in err
     assert (tmp_path / "report" / "report.md").is_file() and (tmp_path / "report" / "record.json").is_file()
+
+
+def test_a_second_fit_asks_llama_cpp_nothing_it_answered_before(gemma):
+    import llamabench as lb
+
+    first = lb.fit(str(gemma), n_ctx=8192, vram=["2GiB"], emulate=True).fit
+    again = lb.fit(str(gemma), n_ctx=8192, vram=["2GiB"], emulate=True).fit
+    assert first.dry_runs > 0 and again.dry_runs == 0  # every dry run's figures kept on disk, keyed by file and build
+    assert again.rows == first.rows  # the same answer
+
+
+def test_the_dry_run_cache_is_keyed_by_the_file(gemma, tmp_path):
+    import shutil
+
+    import llamabench as lb
+
+    copy = tmp_path / "copy.gguf"
+    shutil.copyfile(gemma, copy)
+    lb.fit(str(copy), n_ctx=8192, vram=["2GiB"], emulate=True)
+    with open(copy, "r+b") as f:  # the same name, another file: its dry runs are not the old one's
+        f.seek(0, 2)
+        f.write(b"\0" * 32)
+    assert lb.fit(str(copy), n_ctx=8192, vram=["2GiB"], emulate=True).fit.dry_runs > 0

@@ -18,6 +18,7 @@ from ...llama.rpc import emulated_card
 from ...llama.worker import DryRunChild
 from ...memory.allocations import HOST
 from ...settings.params import Params
+from .dry_run_cache import DryRunCache
 from .search import ComputeSplit
 
 _UNTAKEN_TENSOR = re.compile(r"pre-allocated tensor \((\S+)\) in a buffer \((\S+)\) that cannot run")
@@ -55,6 +56,11 @@ class ComputeProbe:
         self._refused: dict[Params, str] = {}  # contexts llama.cpp could not create, and why: not asked again
         self.backends: set[str] = set()
         self.calls = 0
+        self.cached = 0  # answers taken from the disk cache (dry_run_cache): no dry run needed
+        self._disk: DryRunCache | None = None
+        if not self.weights_from_backend and (self.emulate_card or not self.local_devices) and not self.remote:
+            kind = "cpu-alone" if cpu_alone else "emulated" if emulate_card else "build-default"
+            self._disk = DryRunCache(path, kind)
 
     @staticmethod
     def placement_of(settings: Params) -> Params:
@@ -87,6 +93,13 @@ class ComputeProbe:
 
     def __call__(self, settings: Params) -> ComputeSplit:
         key = settings.replace(n_threads=0, repack=False)
+        if key not in self._memo and key not in self._refused and self._disk is not None:
+            stored = self._disk.get(key)
+            if isinstance(stored, str):
+                self._refused[key] = stored
+            elif stored is not None:
+                self._memo[key] = stored
+            self.cached += stored is not None
         if key in self._refused:
             raise ContextRefused(self._refused[key])
         if key not in self._memo:
@@ -98,6 +111,8 @@ class ComputeProbe:
                     self._model = None
                 if isinstance(exc, ContextRefused):
                     self._refused[key] = plain_refusal(str(exc))
+                    if self._disk is not None:
+                        self._disk.put(key, self._refused[key])
                     raise ContextRefused(self._refused[key]) from None
                 raise
             self.calls += 1
@@ -119,6 +134,8 @@ class ComputeProbe:
                 self._memo[key] = ComputeSplit(card=sum(cards), host=host, cards=cards, **weights)
             else:
                 self._memo[key] = ComputeSplit(card=total - host, host=host, **weights)
+            if self._disk is not None and not weights:
+                self._disk.put(key, self._memo[key])
         return self._memo[key]
 
     weights_unread: str | None = None  # why a dry run on real devices had no breakdown (no shim), where it had none
@@ -131,6 +148,8 @@ class ComputeProbe:
         return self.read_weights and (bool(self.remote) or (bool(self.local_devices) and not self.emulate_card))
 
     def close(self) -> None:
+        if self._disk is not None:
+            self._disk.save()
         if self._model is not None:
             self._model.close()
             self._model = None

@@ -1,0 +1,78 @@
+"""llama.cpp's dry-run figures kept on disk between fits: a second `fit` of the same file on the same kind of devices
+asks llama.cpp nothing it has answered before.
+
+A dry run's compute buffers depend on the file, the build of llama.cpp, the devices and the context's and
+placement's parameters, and on nothing else (no clock, no free memory): the key holds each. Only what the emulated
+card or the CPU alone answered is kept (a remote host or a GPU may change under the same name); a context llama.cpp
+refused is kept with its reason. The cache is the user's own (world.private): a file another user could have
+written is not read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ...core.errors import UntrustedCache
+from ...settings.params import Params
+from ...world.paths import cache_dir
+from ...world.private import trusted_file, write_private
+from ...world.versions import LLAMA_CPP_PYTHON_VERSION
+from .search import ComputeSplit
+
+VERSION = 1  # of this cache's layout: a change starts anew
+
+
+def _file_identity(path: str) -> str:
+    st = os.stat(path)
+    return f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
+
+
+class DryRunCache:
+    """Dry runs of one file on one kind of devices: settings -> ComputeSplit, or the reason llama.cpp refused."""
+
+    def __init__(self, model_path: str, devices: str):
+        key = f"{VERSION}|{LLAMA_CPP_PYTHON_VERSION}|{_file_identity(model_path)}|{devices}"
+        self.path = cache_dir() / "dry-runs" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+        self.entries: dict[str, list] = {}
+        self.dirty = False
+        try:
+            if trusted_file(self.path):
+                stored = json.loads(self.path.read_text())
+                if isinstance(stored, dict) and stored.get("key") == key and isinstance(stored.get("entries"), dict):
+                    self.entries = stored["entries"]
+        except (OSError, ValueError, UntrustedCache):
+            self.entries = {}  # none, damaged, or not the user's own: dry runs answer again
+        self.key = key
+
+    @staticmethod
+    def _name(settings: Params) -> str:
+        return json.dumps(settings.to_dict(), sort_keys=True)
+
+    def get(self, settings: Params) -> ComputeSplit | str | None:
+        """The stored figures, the stored refusal (a str), or None."""
+        entry = self.entries.get(self._name(settings))
+        if not isinstance(entry, list) or len(entry) != 2:
+            return None
+        kind, value = entry
+        if kind == "refused" and isinstance(value, str):
+            return value
+        if kind == "split" and isinstance(value, list) and len(value) == 3 and all(
+                isinstance(v, int) for v in value[:2]) and all(isinstance(c, int) for c in value[2]):
+            return ComputeSplit(card=value[0], host=value[1], cards=tuple(value[2]))
+        return None
+
+    def put(self, settings: Params, result: ComputeSplit | str) -> None:
+        self.entries[self._name(settings)] = (["refused", result] if isinstance(result, str)
+                                              else ["split", [result.card, result.host, list(result.cards)]])
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        try:
+            write_private(Path(self.path), json.dumps({"key": self.key, "entries": self.entries}))
+        except (OSError, UntrustedCache):
+            pass  # no cache this time: the answers stand
+        self.dirty = False
