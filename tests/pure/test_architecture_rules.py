@@ -38,6 +38,7 @@ from tests.support.metadata import model
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+DOCS = ROOT / "docs" / "architectures.md"
 BEGIN, END = "<!-- architectures: begin (generated) -->", "<!-- architectures: end -->"
 VENDOR = Path(os.environ.get("LLAMA_CPP_SRC", Path.home() / ".cache/llama-tools/0.3.36/llama_cpp_python-0.3.36/"
                                                             "vendor/llama.cpp"))
@@ -433,8 +434,8 @@ def test_old_records_still_load():
 
 # 3. the README's list -------------------------------------------------------------------------------------------
 
-def readme_section() -> str:
-    """The README's architecture list, from the table."""
+def docs_section() -> str:
+    """docs/architectures.md's table, from the table: every architecture and its rule."""
     ruled = [row for row in ARCHITECTURES.values() if row.has_rule]
     lines = [BEGIN, "",
              f"{len(ruled)} of the {len(ARCHITECTURES)} architectures of the vendored llama.cpp (`LLM_ARCH_NAMES`) "
@@ -450,6 +451,26 @@ def readme_section() -> str:
     return "\n".join([*lines, "", END])
 
 
+def readme_section() -> str:
+    """The README's architecture list, from the table: the names, wrapped; the rules are in docs/architectures.md."""
+    ruled = sorted(row.name for row in ARCHITECTURES.values() if row.has_rule)
+    words = [f"`{name}`," for name in ruled]
+    words[-1] = words[-1].rstrip(",") + "."
+    lines, line = [], ""
+    for word in words:
+        if line and len(line) + 1 + len(word) > 118:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    head = (f"{len(ruled)} of the {len(ARCHITECTURES)} architectures of the vendored llama.cpp have a layout rule "
+            "(each one's rule: [docs/architectures.md](docs/architectures.md)):")
+    tail = (f"No rule yet ({', '.join(archs.NO_RULE)}), or one the table does not name: `inspect` says so in one "
+            "line, and bench, verify and fit report llama.cpp's own numbers.")
+    return "\n".join([BEGIN, "", head, "", *lines, "", tail, "", END])
+
+
 def _readme_part(text: str) -> str:
     if BEGIN not in text or END not in text:
         return ""
@@ -459,8 +480,11 @@ def _readme_part(text: str) -> str:
 def test_readme_lists_the_table():
     assert _readme_part(README.read_text()) == readme_section(), \
         "regenerate: .venv/bin/python -m tests.pure.test_architecture_rules --write-readme"
+    assert _readme_part(DOCS.read_text()) == docs_section(), \
+        "regenerate: .venv/bin/python -m tests.pure.test_architecture_rules --write-readme"
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write-readme"]:
     text = README.read_text()
     README.write_text(text.replace(_readme_part(text), readme_section()))
+    DOCS.write_text("# Supported architectures\n\n" + docs_section() + "\n")
