@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..core import serial
 from ..core.units import MIB
 from ..settings.params import Params
-from .allocations import Allocations, printed_equal
+from .allocations import PRINTED_TOLERANCE_BYTES, Allocations, bytes_equal
 from .footprint import Footprint
 
 
@@ -40,8 +40,10 @@ class Check:
         return round(self.llama_mib - self.theory_bytes / MIB, 2)
 
 
-def _mib_check(component: str, theory_bytes: int, printed: float | None) -> Check:
-    ok = theory_bytes == 0 if printed is None else printed_equal(theory_bytes, printed)
+def _mib_check(component: str, theory_bytes: int, printed: float | None, n_printed: int = 1) -> Check:
+    """Theory against a printed MiB value, or the sum of `n_printed` of them (each rounded to 0.01 MiB)."""
+    ok = theory_bytes == 0 if printed is None else bytes_equal(theory_bytes, printed * MIB,
+                                                               PRINTED_TOLERANCE_BYTES * max(1, n_printed))
     return Check(component, ok, theory_bytes=theory_bytes, llama_mib=printed)
 
 
@@ -52,11 +54,13 @@ def _shape_check(component: str, want: str, got: str) -> Check:
 def compare(fp: Footprint, alloc: Allocations) -> tuple[Check, ...]:
     """One check per component; structural checks (cells, layers, streams) are exact."""
     checks: list[Check] = []
-    caches = list(alloc.kv_caches)
+    caches = [c for c in alloc.kv_caches if c.layers > 0]  # lfm2's iswa prints an empty non-SWA cache: nothing held
     has_swa = fp.n_swa_layers > 0
     base = caches[0] if caches and fp.n_kv_layers else None
     swa = caches[-1] if has_swa and caches else None
-    expected_lines = int(fp.n_kv_layers > 0) + int(has_swa)
+    # the sparse-attention indexer's cache follows the main one (llama-kv-cache-dsa.cpp, llama-memory-hybrid-idx.cpp)
+    index = caches[1] if fp.n_index_layers and len(caches) > 1 else None
+    expected_lines = int(fp.n_kv_layers > 0) + int(has_swa) + int(fp.n_index_layers > 0)
     checks.append(_shape_check("KV cache lines", str(expected_lines), str(len(caches))))
 
     if fp.n_kv_layers or base is not None:
@@ -71,7 +75,10 @@ def compare(fp: Footprint, alloc: Allocations) -> tuple[Check, ...]:
         want = f"{fp.shape.swa_cells} cells x {fp.n_swa_layers} layers x {fp.shape.n_stream} streams"
         got = f"{swa.cells} cells x {swa.layers} layers x {swa.n_stream} streams" if swa else "none"
         checks.append(_shape_check("  shape", want, got))
-    checks.append(_mib_check("KV total", fp.kv_bytes, alloc.kv_mib if caches else None))
+    if fp.n_index_layers:
+        checks.append(_mib_check("KV (indexer)", fp.index_k_bytes + fp.index_v_bytes,
+                                 index.size_mib if index else None))
+    checks.append(_mib_check("KV total", fp.kv_bytes, alloc.kv_mib if caches else None, len(alloc.kv_caches)))
 
     rec = alloc.recurrent[0] if alloc.recurrent else None
     if fp.n_recurrent_layers or rec is not None:
