@@ -96,3 +96,21 @@ def test_write_private_replaces_a_planted_link(tmp_path):
     link.symlink_to(victim)
     write_private(link, "cached")
     assert victim.read_text() == "keep" and link.read_text() == "cached" and not link.is_symlink()
+
+
+def test_the_twin_cache_follows_no_link(tmp_path, monkeypatch):
+    """A link to a FIFO hung verify; a planted regular file of another's was used as the twin without a word."""
+    from llamabench.core.errors import UntrustedCache
+    from llamabench.jobs.twin.cache import cached_twin
+    from llamabench.world import catalog
+
+    monkeypatch.setenv("LLAMABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    meta = catalog.get_entry("qwen3-30b-a3b").metadata
+    path = cached_twin(meta, "qwen3-30b-a3b")  # written once, the user's own
+    assert cached_twin(meta, "qwen3-30b-a3b") == path
+    path.unlink()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    path.symlink_to(fifo)
+    with pytest.raises(UntrustedCache, match="is a symbolic link"):
+        cached_twin(meta, "qwen3-30b-a3b")  # refused at once, never opened (a FIFO would block)

@@ -12,11 +12,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ...core.errors import UntrustedCache
 from ...llama import user_model
 from ...model import architectures
 from ...model.metadata import ModelMetadata
 from ...world.outputs import OutputError
 from ...world.paths import CACHE_ENV, cache_dir
+from ...world.private import private_folder, trusted_file
 from ...world.versions import LLAMA_CPP_PYTHON_VERSION
 from . import build, context, generic, writer
 from .build import family_for, write_twin
@@ -40,8 +42,12 @@ def cached_file(kind_folder: str, meta: ModelMetadata, label: str, extra_files: 
         digest.update(Path(name).read_bytes())
     name = f"{label[:100]}-{digest.hexdigest()[:10]}.gguf"
     path = cache_dir() / kind_folder / name
-    if path.exists():
-        return path
+    try:
+        private_folder(path.parent)  # 0700, the user's own, no link (UntrustedCache otherwise)
+        if trusted_file(path):  # a regular file of the user's: never a link to a FIFO, never another user's file
+            return path
+    except UntrustedCache as exc:
+        raise UntrustedCache(f"{exc}; the twin cache is not used", hint=exc.hint) from None
     try:
         write(meta, path)  # the writer renames a finished file into place (writer.write_gguf)
     except OutputError as exc:  # a read-only or full cache: this run's own temporary folder instead
