@@ -15,7 +15,7 @@ appends them). Only calls that run llama.cpp load it (inspect and report never d
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -52,7 +52,6 @@ from .records.records import (
     InspectRecord,
     Record,
     RooflineRecord,
-    RooflineRow,
     VerifyRecord,
     append,
     read_records,
@@ -243,7 +242,7 @@ def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None
                     tensor_split=tensor_split, link=link, link_ms=link_ms)
     record = RooflineRecord(model=found.source.model_block(found.architecture), params=found.params,
                             speed_model=found.speed_model, weights_read_per_token=found.weights_read_per_token,
-                            weights_basis=found.weights_basis, rows=tuple(RooflineRow(**asdict(r)) for r in found.rows),
+                            weights_basis=found.weights_basis, rows=found.rows,
                             split_basis=found.split_basis)
     return _save(results, record)
 

@@ -30,6 +30,7 @@ from ..jobs.bench.measure import Measurement, Memory, Roofline, ServerBench
 from ..jobs.fit.advice import run_line
 from ..jobs.fit.result import FitResult
 from ..jobs.fit.verify import FitVerification
+from ..jobs.roofline.job import RooflineRow
 from ..llama.devices import without_endpoint
 from ..memory.allocations import Allocations, printed_equal
 from ..memory.footprint import Footprint, KvPoint, pad
@@ -369,19 +370,6 @@ class BenchRecord(Record):
         if self.allocations is None or self.footprint is None:
             return None
         return printed_equal(self.footprint.recurrent_state_bytes, self.allocations.recurrent_mib)
-
-
-@dataclass(frozen=True)
-class RooflineRow:
-    depth: int
-    bytes_per_token: int
-    kv_read_bytes: int
-    recurrent_bytes: int
-    tok_s: float
-    full_gqa_bytes_per_token: int
-    full_gqa_tok_s: float
-    measured_tok_s: float | None = None
-    split_tok_s: float | None = None  # several cards (--card A+B): the layer split's decode t/s
 
 
 @dataclass(frozen=True, kw_only=True)

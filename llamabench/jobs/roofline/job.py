@@ -28,7 +28,9 @@ BenchRecords = Callable[[Path], tuple[Sequence[Any], tuple[str, ...]]]
 
 
 @dataclass(frozen=True)
-class PredictedRow:
+class RooflineRow:
+    """One depth of a roofline: bytes each token reads and the t/s they allow, beside the model as full GQA."""
+
     depth: int
     bytes_per_token: int
     kv_read_bytes: int
@@ -48,7 +50,7 @@ class Prediction:
     speed_model: speed.SpeedModel
     weights_read_per_token: int
     weights_basis: str
-    rows: tuple[PredictedRow, ...] = ()
+    rows: tuple[RooflineRow, ...] = ()
     split_basis: str | None = None  # several cards: the split, the cards and the link, in words
 
 
@@ -91,14 +93,14 @@ def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, 
 
 
 def rows(geometry, p: Params, active: int, model_: speed.SpeedModel, measured: dict[int, float], offset: int,
-         split: SplitSpeed | None) -> tuple[PredictedRow, ...]:
+         split: SplitSpeed | None) -> tuple[RooflineRow, ...]:
     """One row per depth: 0, n_ctx / 16, / 8, / 4, / 2, n_ctx, and every measured depth."""
     depths = sorted({0, *(p.n_ctx * f // 16 for f in (1, 2, 4, 8, 16)), *measured})
     out = []
     for d in depths:
         ours = speed.token_cost(geometry, p, active, d + offset)  # measured tg: its middle token
         gqa = speed.token_cost(geometry, p, active, d + offset, as_full_gqa=True)
-        out.append(PredictedRow(d, ours.total_bytes, ours.kv_bytes, ours.recurrent_bytes,
+        out.append(RooflineRow(d, ours.total_bytes, ours.kv_bytes, ours.recurrent_bytes,
                                 model_.tokens_per_second(ours), gqa.total_bytes, model_.tokens_per_second(gqa),
                                 measured.get(d), split.tokens_per_second(d + offset) if split else None))
     return tuple(out)
