@@ -45,6 +45,7 @@ from .jobs.roofline.job import predict
 from .jobs.verify.job import exactness_matrix, verify_model
 from .llama.worker import device_memory
 from .memory.verification import MatrixResult
+from .model.architectures import no_rule_line
 from .records import jsonl
 from .records.records import (
     BenchRecord,
@@ -224,7 +225,7 @@ def _measured(plan: BenchPlan) -> Callable[[tuple[str, ...]], set[tuple[Params, 
 
 def _bench_record(shared: SweepBasis, m: Measurement) -> BenchRecord:
     """One measurement as a record: the theory beside it, and its roofline (from the record's t/s)."""
-    fp, error = theory(shared.geometry, m.params)
+    fp, error = theory(shared.geometry, m.params, no_rule=no_rule_line(shared.model.architecture))
     record = BenchRecord.of(shared.model, m, footprint=fp, theory_error=error, machine=shared.machine,
                             versions=shared.versions, roofline=None)
     block = roofline_block(shared.geometry, shared.weights, m.params, m.test, record.avg_ts, shared.peak.peak_gbps)

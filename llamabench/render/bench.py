@@ -24,6 +24,8 @@ def _server(get):
 def _verdict(r: BenchRecord) -> str:
     if r.kv_match is None and r.server and r.ok:
         return "-"  # llama-server: its allocations are its own log's, not read here
+    if r.kv_match is None and r.ok and r.footprint is None and r.theory_error:
+        return "llama.cpp only: " + r.theory_error[:60]  # measured; no theory to set beside it
     if r.kv_match is None:
         return "failed: " + (r.reason or r.theory_error or "")[:60]
     return "match" if r.kv_match and r.recurrent_match else "MISMATCH"

@@ -83,7 +83,7 @@ def test_unknown_architecture_names_the_source_in_one_line():
     with pytest.raises(UnsupportedArchitecture) as exc:
         architectures.get("not-an-arch", "test:x.gguf")
     assert str(exc.value).startswith("test:x.gguf: architecture 'not-an-arch': no layout rule in llamabench (")
-    assert str(exc.value).endswith("; bench, verify and fit report llama.cpp's own numbers")
+    assert str(exc.value).endswith("; bench reports llama.cpp's own numbers (verify and fit need a layout rule)")
     assert architectures.lookup("not-an-arch") is None and architectures.lookup("deepseek4") is None
 
 

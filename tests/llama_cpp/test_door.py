@@ -60,3 +60,20 @@ def test_the_dry_run_cache_is_keyed_by_the_file(gemma, tmp_path):
         f.seek(0, 2)
         f.write(b"\0" * 32)
     assert lb.fit(str(copy), n_ctx=8192, vram=["2GiB"], emulate=True).fit.dry_runs > 0
+
+
+def test_an_architecture_without_a_layout_rule_is_benched_with_llama_cpps_numbers(tmp_path, capsys):
+    """Nothing llama.cpp can load is refused: dots3note has no layout rule in llamabench, and bench still measures
+    it (allocations and t/s from llama.cpp), each record saying there is no theory beside them."""
+    from llamabench.jobs.twin.generic import write_from_metadata
+    from llamabench.records.records import BenchRecord, read_records
+    from tests.support import every_arch
+
+    twin = write_from_metadata(every_arch.metadata("dots3note"), tmp_path / "dots3note.gguf").path
+    results = tmp_path / "bench.jsonl"
+    assert main(["bench", str(twin), "-p", "8", "-n", "2", "-r", "1", "-t", "2", "--repack", "0",
+                 "--results", str(results)]) == 0
+    records = [r for r in read_records(results).records if isinstance(r, BenchRecord)]
+    assert len(records) == 2 and all(r.ok and r.allocations and r.footprint is None for r in records)
+    assert all("no layout rule" in r.theory_error for r in records)
+    assert "llama.cpp only: architecture 'dots3note'" in capsys.readouterr().out

@@ -415,7 +415,7 @@ def test_no_layout_rule_is_one_line(arch):
     line = str(exc.value)
     assert "\n" not in line and exc.value.hint is None
     assert line.startswith(f"test:{arch}: architecture '{arch}': no layout rule in llamabench (")
-    assert line.endswith("); bench, verify and fit report llama.cpp's own numbers")
+    assert line.endswith("); " + archs.NO_LAYOUT_TAIL)
 
 
 def test_old_records_still_load():
@@ -444,8 +444,8 @@ def docs_section() -> str:
              "K and V from the standard keys, NextN layers left to the MTP context).", "",
              "| architecture | rule |", "|---|---|"]
     lines += [f"| `{row.name}` | {archs.describe(row)} |" for row in sorted(ruled, key=lambda r: r.name)]
-    lines += ["", "No layout rule (`inspect` says so in one line; bench, verify and fit report llama.cpp's own "
-              "numbers; so does any architecture the table does not name):", "",
+    lines += ["", "No layout rule (`inspect` says so in one line; bench reports llama.cpp's own numbers, verify and "
+              "fit need a rule; so does any architecture the table does not name):", "",
               "| architecture | why |", "|---|---|"]
     lines += [f"| `{name}` | {ARCHITECTURES[name].no_rule} |" for name in archs.NO_RULE]
     return "\n".join([*lines, "", END])
@@ -467,7 +467,7 @@ def readme_section() -> str:
     head = (f"{len(ruled)} of the {len(ARCHITECTURES)} architectures of the vendored llama.cpp have a layout rule "
             "(each one's rule: [docs/architectures.md](docs/architectures.md)):")
     tail = (f"No rule yet ({', '.join(archs.NO_RULE)}), or one the table does not name: `inspect` says so in one "
-            "line, and bench, verify and fit report llama.cpp's own numbers.")
+            "line; bench reports llama.cpp's own numbers (verify and fit need a rule).")
     return "\n".join([BEGIN, "", head, "", *lines, "", tail, "", END])
 
 

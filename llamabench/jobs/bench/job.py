@@ -15,7 +15,7 @@ from ...llama import engine
 from ...llama import rpc as rpc_backend
 from ...llama.devices import buffer_name
 from ...memory import speed
-from ...model.layout import ModelGeometry
+from ...model.layout import ModelGeometry, has_layout_rule
 from ...model.metadata import ModelRef
 from ...settings.bench_tests import BenchTest
 from ...settings.params import Params
@@ -34,8 +34,8 @@ class SweepBasis:
     """What every record of one sweep shares."""
 
     model: ModelRef  # the model block, with the file llama.cpp loaded
-    geometry: ModelGeometry
-    weights: WeightsBasis
+    geometry: ModelGeometry | None  # None: an architecture without a layout rule (llama.cpp's numbers alone)
+    weights: WeightsBasis | None
     peak: PeakBandwidth
     machine: Machine
     versions: Versions
@@ -82,13 +82,18 @@ def _run_server(plan: BenchPlan, save, measured, on_event: Event | None) -> Swee
 
 
 def _sweep_basis(plan: BenchPlan, path, devices: tuple[str, ...]) -> SweepBasis:
+    """What the records share. An architecture without a layout rule is benched all the same: its records hold what
+    llama.cpp allocated and how fast it ran, with no theory beside them (each says why)."""
     source = plan.source
-    geometry = source.llama_geometry()
-    weights, active = speed.weights_per_token(source.llama_metadata, geometry)
-    read = "the geometry twin" if source.is_catalog else "the GGUF"
-    basis = WeightsBasis(weights.total_bytes + weights.tied_output_bytes, active,
-                         f"weights from the tensor infos of {read}: {active / 2**20:.2f} MiB read per decoded token")
+    geometry = source.llama_geometry() if has_layout_rule(source.llama_metadata) else None
+    basis = None
+    if geometry is not None:
+        weights, active = speed.weights_per_token(source.llama_metadata, geometry)
+        read = "the geometry twin" if source.is_catalog else "the GGUF"
+        basis = WeightsBasis(weights.total_bytes + weights.tied_output_bytes, active,
+                             f"weights from the tensor infos of {read}: {active / 2**20:.2f} MiB read per decoded "
+                             "token")
     peak = runner.peak_bandwidth(gpu=any(p.n_gpu_layers for p in plan.configurations))
     machine = replace(sysinfo.this_machine(), memory_bandwidth=peak)
-    return SweepBasis(source.model_block(geometry.architecture, loaded=path), geometry, basis, peak, machine,
-                      these_versions(), devices)
+    return SweepBasis(source.model_block(source.llama_metadata.architecture, loaded=path), geometry, basis, peak,
+                      machine, these_versions(), devices)

@@ -156,17 +156,20 @@ class Roofline:
         return speed.TokenCost(0, self.weights_bytes, self.kv_read_bytes, self.recurrent_bytes, self.attention_flops)
 
 
-def theory(geometry: ModelGeometry, params: Params) -> tuple[Footprint | None, str | None]:
-    """The footprint of these parameters, or why there is none (a quantized V without flash attention...)."""
+def theory(geometry: ModelGeometry | None, params: Params, *, no_rule: str = "") -> tuple[Footprint | None, str | None]:
+    """The footprint of these parameters, or why there is none (a quantized V without flash attention, an
+    architecture without a layout rule: `no_rule` says why)."""
+    if geometry is None:
+        return None, no_rule or "no layout rule for this architecture: llama.cpp's own numbers only"
     try:
         return compute_footprint(geometry, params), None
     except LlamabenchError as exc:
         return None, str(exc)
 
 
-def roofline(geometry: ModelGeometry, weights: WeightsBasis | None, params: Params, test: BenchTest,
+def roofline(geometry: ModelGeometry | None, weights: WeightsBasis | None, params: Params, test: BenchTest,
              avg_ts: float | None, peak_gbps: float | None) -> Roofline | None:
-    if weights is None:
+    if weights is None or geometry is None:
         return None
     cost = speed.test_cost(geometry, params, weights.all_bytes, weights.active_bytes, str(test.kind), test.depth,
                            test.n_tokens)
