@@ -9,7 +9,7 @@ same way: our exact weights / KV / recurrent and llama.cpp's own dry run of that
 compute buffer; for the real GGUF both answers are also created for real on the emulated card.
 
     .venv/bin/python benchmarks/fit_vs_llama_cpp.py [--models ID,...] [--ctx 131072]
-        [--tools ~/.cache/llama-tools/0.3.36/bin]   (built by ../shared/tools/build_llama_tools.sh)
+        [--tools ~/.cache/llama-tools/0.3.36/bin]   (built by scripts/build_llama_tools.sh)
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def main() -> None:
     ap.add_argument("--real", action="store_true", help="also the real Gemma 3 270M at 700 / 800 / 1024 MiB")
     args = ap.parse_args()
     if not (args.tools / "llama-fit-params").exists():
-        sys.exit(f"no llama-fit-params in {args.tools}: run ../shared/tools/build_llama_tools.sh first")
+        sys.exit(f"no llama-fit-params in {args.tools}: run scripts/build_llama_tools.sh first")
     rows = []
     with emulated_card(n_threads=1) as endpoint:
         free_mib = llama_fit(args.tools, str(resolve("qwen3-30b-a3b").gguf_for_llama()), endpoint,

@@ -6,7 +6,7 @@ the llama-server line it printed is started with llama.cpp's own llama-server on
 ggml-rpc-server (an emulated card on 127.0.0.1), and its allocation log (`-lv 4`) is read card and
 host apart. Printed side by side in MiB, with each case's time.
 
-    .venv/bin/python benchmarks/fit_vs_llama_server.py [--tools DIR]   (../shared/tools/build_llama_tools.sh)
+    .venv/bin/python benchmarks/fit_vs_llama_server.py [--tools DIR]   (scripts/build_llama_tools.sh)
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def main() -> int:
     args = ap.parse_args()
     tools = args.tools or tools_dir()
     if tools is None:
-        print("llama-server is not built: run ../shared/tools/build_llama_tools.sh", file=sys.stderr)
+        print("llama-server is not built: run scripts/build_llama_tools.sh", file=sys.stderr)
         return 2
     out = []
     for name, path, n_ctx, options in cases():

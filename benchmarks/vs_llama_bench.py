@@ -3,7 +3,7 @@
 Each round runs both (the order alternates between rounds) with the same -p/-n/-d/-r/-t and flash
 attention; the table gives, per test, the median over rounds of bench t/s / llama-bench t/s, and the
 same for the wall time of the whole run. llama-bench is built from the llama.cpp vendored in
-llama-cpp-python by ../shared/tools/build_llama_tools.sh.
+llama-cpp-python by scripts/build_llama_tools.sh.
 
     .venv/bin/python benchmarks/vs_llama_bench.py [--model GGUF] [--rounds 3] [-p 256] [-n 32] [-d 0,2048]
         [-r 3] [-t 2] [--repack 0]

@@ -1,6 +1,6 @@
 """`bench --runtime llama-server` against llama-benchy 0.4.0, alternating, on one llama-server.
 
-One llama-server (llama.cpp's own, built by ../shared/tools/build_llama_tools.sh) serves the model; each
+One llama-server (llama.cpp's own, built by scripts/build_llama_tools.sh) serves the model; each
 round runs llama-benchy (`--enable-prefix-caching`: the context loaded first, then the follow-up timed) and
 our server bench (`--url`, attached to the same server) with the same depths, pp and tg; the order
 alternates between rounds. The table gives per test each tool's mean t/s, the median over rounds of ours /

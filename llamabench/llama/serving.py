@@ -51,7 +51,7 @@ def server_binary(explicit: str | os.PathLike | None = None) -> Path:
         if (folder / "llama-server").is_file():
             return folder / "llama-server"
     raise EngineError("no llama-server found: give --server-bin PATH, put llama-server on PATH, or build the tools "
-                      "(../shared/tools/build_llama_tools.sh; LLAMABENCH_LLAMA_TOOLS names their bin folder)")
+                      "(make tools, or scripts/build_llama_tools.sh; LLAMABENCH_LLAMA_TOOLS names their bin folder)")
 
 
 def flags_of(params: Params, model: str) -> list[str]:

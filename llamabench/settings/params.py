@@ -192,7 +192,7 @@ _OPTIONS = (
     _p("url", ["--url"], text, None, "bench --runtime llama-server: a running llama-server to bench (not started, "
        "not stopped)", metavar="http://HOST:PORT"),
     _p("server_bin", ["--server-bin"], path, None, "the llama-server binary (default: llama-server on PATH, then "
-       "the tools ../shared/tools/build_llama_tools.sh builds)", metavar="PATH"),
+       "the tools `make tools` builds)", metavar="PATH"),
     _p("concurrency", ["--concurrency"], positive_int, 1, "bench --runtime llama-server: parallel requests, one "
        "slot each (needs -np at least as many)"),
     _p("cache_ram", ["-cram", "--cache-ram"], int_at_least_minus_one, 8192,
