@@ -7,7 +7,7 @@ is on disk before the next test starts; a crashed child ends its own configurati
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from ...llama.messages import Alloc, BenchJob, Fill, Measured, TestFailed, to_wire
 from ...llama.worker import run_job
@@ -24,6 +24,24 @@ Event = Callable[[str, dict], None]  # progress: ("cell" | "alloc" | "fill" | "m
 class SweepOutcome:
     skipped: int  # tests `done` said were measured already
     interrupted: bool = False
+
+
+class PendingCells:
+    """The configurations of a sweep that still have tests to run, each announced ("cell") as it comes;
+    `skipped` counts the tests `done` said were measured already. What both runtimes' sweeps walk."""
+
+    def __init__(self, configurations: list[Params], tests: list[BenchTest],
+                 done: Callable[[Params, BenchTest], bool], notify: Event):
+        self.configurations, self.tests, self.done, self.notify = configurations, tests, done, notify
+        self.skipped = 0
+
+    def __iter__(self) -> Iterator[tuple[int, Params, list[BenchTest]]]:
+        for index, params in enumerate(self.configurations):
+            todo = [t for t in self.tests if not self.done(params, t)]
+            self.skipped += len(self.tests) - len(todo)
+            if todo:
+                self.notify("cell", {"index": index, "total": len(self.configurations), "params": params})
+                yield index, params, todo
 
 
 def peak_bandwidth(gpu: bool) -> PeakBandwidth:
@@ -49,13 +67,8 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
               on_event: Event | None = None, rpc: list[str] | str | None = None) -> SweepOutcome:
     """Every configuration in a child of its own; `save` gets each Measurement at once; `done` says what to skip."""
     notify = on_event or (lambda kind, data: None)
-    skipped = 0
-    for index, params in enumerate(configurations):
-        todo = [t for t in tests if not done(params, t)]
-        skipped += len(tests) - len(todo)
-        if not todo:
-            continue
-        notify("cell", {"index": index, "total": len(configurations), "params": params})
+    cells = PendingCells(configurations, tests, done, notify)
+    for index, params, todo in cells:
         by_name = {t.name: t for t in todo}
         reported: set[str] = set()
         state: dict[str, Alloc | None] = {"alloc": None}
@@ -85,7 +98,7 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
         try:
             child = run_job(job, on_child)
         except KeyboardInterrupt:
-            return SweepOutcome(skipped, interrupted=True)
+            return SweepOutcome(cells.skipped, interrupted=True)
         failure = child.failure or "the child process ended before this test"
         if child.returncode < 0 and params.repack:
             failure += ("; llama.cpp died with the CPU's repacked weights on (CPU_REPACK / AMX): "
@@ -94,4 +107,4 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
             if test.name not in reported:
                 keep(test, reason=failure)
         notify("cell_done", {"index": index, "total": len(configurations), "params": params})
-    return SweepOutcome(skipped)
+    return SweepOutcome(cells.skipped)

@@ -29,7 +29,7 @@ from ...llama import serving
 from ...settings.bench_tests import BenchTest, TestKind
 from ...settings.params import SCHEMA, Params
 from .measure import Measurement, ServerBench, ServerRequest
-from .runner import Event, SweepOutcome
+from .runner import Event, PendingCells, SweepOutcome
 
 WARMUP_TOKENS = 16
 CONTEXT_FLAGS = {flag: name for name in ("n_ctx", "type_k", "type_v", "flash_attn", "n_seq", "n_batch", "n_ubatch",
@@ -166,13 +166,8 @@ def run_server_sweep(model: str, configurations: list[Params], tests: list[Bench
                      on_event: Event | None = None) -> SweepOutcome:
     """Every configuration on a server of its own (or the one at --url); `save` gets each Measurement at once."""
     notify = on_event or (lambda kind, data: None)
-    skipped = 0
-    for index, params in enumerate(configurations):
-        todo = [t for t in tests if not done(params, t)]
-        skipped += len(tests) - len(todo)
-        if not todo:
-            continue
-        notify("cell", {"index": index, "total": len(configurations), "params": params})
+    cells = PendingCells(configurations, tests, done, notify)
+    for index, params, todo in cells:
         kept: set[BenchTest] = set()
 
         def keep(m: Measurement) -> None:
@@ -183,13 +178,13 @@ def run_server_sweep(model: str, configurations: list[Params], tests: list[Bench
         try:
             _run_configuration(model, params, todo, repetitions, options, keep, notify)
         except KeyboardInterrupt:
-            return SweepOutcome(skipped, interrupted=True)
+            return SweepOutcome(cells.skipped, interrupted=True)
         except (EngineError, OSError) as exc:
             for test in todo:
                 if test not in kept:
                     keep(Measurement(params, test, repetitions, reason=str(exc)[:2000], runtime="llama-server"))
         notify("cell_done", {"index": index, "total": len(configurations), "params": params})
-    return SweepOutcome(skipped)
+    return SweepOutcome(cells.skipped)
 
 
 def _server(options: ServerOptions, argv: list[str] | None):

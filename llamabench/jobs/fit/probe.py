@@ -56,7 +56,6 @@ class ComputeProbe:
         self._refused: dict[Params, str] = {}  # contexts llama.cpp could not create, and why: not asked again
         self.backends: set[str] = set()
         self.calls = 0
-        self.cached = 0  # answers taken from the disk cache (dry_run_cache): no dry run needed
         self._disk: DryRunCache | None = None
         if not self.weights_from_backend and (self.emulate_card or not self.local_devices) and not self.remote:
             kind = "cpu-alone" if cpu_alone else "emulated" if emulate_card else "build-default"
@@ -99,7 +98,6 @@ class ComputeProbe:
                 self._refused[key] = stored
             elif stored is not None:
                 self._memo[key] = stored
-            self.cached += stored is not None
         if key in self._refused:
             raise ContextRefused(self._refused[key])
         if key not in self._memo:
