@@ -89,7 +89,8 @@ def verify(model: str, *, results: PathLike | None = None, **params) -> VerifyRe
     found = verify_model(model_argument(model), params)
     record = VerifyRecord(model=found.source.model_block(found.architecture, loaded=found.gguf), params=found.params,
                           footprint=found.footprint, allocations=found.allocations, checks=found.checks,
-                          gguf=found.gguf, context_warning=found.context_warning)
+                          gguf=found.gguf, context_warning=found.context_warning,
+                          no_rule=found.no_rule)
     return _save(results, record)
 
 

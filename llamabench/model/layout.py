@@ -84,6 +84,9 @@ class ModelGeometry:
     full_attention_k_width: int  # K width of a full-attention layer of this model (the full-GQA reference)
     full_attention_v_width: int
     index_v_width_max: int = 0  # the indexer cache's widest V row (its V padding with flash attention off)
+    # an architecture without a layout rule: why (its layers are then all NONE, and its caches are llama.cpp's
+    # own, measured by a dry run: see `measured_geometry`)
+    no_rule: str = ""
 
     @property
     def has_swa(self) -> bool:
@@ -538,6 +541,24 @@ def _full_gqa_reference(meta: ModelMetadata, layers: list[LayerGeometry], n_head
 def has_layout_rule(meta: ModelMetadata) -> bool:
     """Whether llamabench can lay out this model's caches (else: llama.cpp's own numbers only)."""
     return architectures.lookup(meta.architecture) is not None
+
+
+def measured_geometry(meta: ModelMetadata, reason: str) -> ModelGeometry:
+    """A model whose caches llamabench cannot lay out (`reason` says why): its layer count, trained context and
+    widths from the standard keys, no layer caching anything in theory. A caller sizes its KV and recurrent state
+    with llama.cpp's own dry runs (fit does, at every n_ctx it tries), never with this geometry's zeros."""
+    n_layer = _int(meta, K.BLOCK_COUNT, required=True)
+    if not 0 < n_layer <= LLAMA_MAX_LAYERS:
+        raise BadModelFile(f"{meta.source}: {meta.architecture}.block_count {n_layer} is not in 1..{LLAMA_MAX_LAYERS}")
+    n_head = meta.arch_key(K.HEAD_COUNT)
+    n_head = max(n_head) if isinstance(n_head, (list, tuple)) and n_head else n_head
+    return ModelGeometry(
+        architecture=meta.architecture, n_layer=n_layer, n_layer_nextn=0,
+        n_ctx_train=_int(meta, K.CONTEXT_LENGTH, 0), n_embd=_int(meta, K.EMBEDDING_LENGTH, 0),
+        n_head=n_head if isinstance(n_head, int) else 0,
+        layers=tuple(LayerGeometry(il, LayerKind.NONE, 0, 0, 0) for il in range(n_layer)),
+        n_swa=0, is_mla=False, recurrent_r_width=0, recurrent_s_width=0, v_width_max=0,
+        full_attention_k_width=0, full_attention_v_width=0, no_rule=reason)
 
 
 def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:

@@ -144,12 +144,13 @@ class VerifyRecord(Record):
     """Theory against llama.cpp's own sizes from a no_alloc dry run (`verify`)."""
 
     params: Params  # n_ctx as llama.cpp rounded it
-    footprint: Footprint
+    footprint: Footprint | None  # theory; None for an architecture without a layout rule (`no_rule` says why)
     allocations: Allocations
     checks: tuple[Check, ...] = ()
     method: str = "llama.cpp no_alloc dry run (sizes, nothing timed)"
     gguf: str = ""  # the file llama.cpp sized
     context_warning: str | None = None  # n_ctx past the trained context (llama.cpp allows it)
+    no_rule: str = ""  # why there is no theory to check: llama.cpp's own sizes are the answer, measured
     kind: ClassVar[RecordKind] = RecordKind.VERIFY
 
     @property
@@ -157,8 +158,9 @@ class VerifyRecord(Record):
         return all_ok(self.checks)
 
     def summary(self) -> dict:
-        return {"ok": self.ok, "kv_bytes": self.footprint.kv_bytes, "kv_bytes_llama_cpp": self.allocations.kv_bytes,
-                "recurrent_state_bytes": self.footprint.recurrent_state_bytes,
+        fp = self.footprint
+        return {"ok": self.ok, "kv_bytes": fp.kv_bytes if fp else None, "kv_bytes_llama_cpp": self.allocations.kv_bytes,
+                "recurrent_state_bytes": fp.recurrent_state_bytes if fp else None,
                 "recurrent_state_bytes_llama_cpp": self.allocations.recurrent_bytes}
 
 

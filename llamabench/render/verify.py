@@ -36,6 +36,8 @@ CHECK_FIELDS = (
 def render_verify(record: VerifyRecord, fmt: str = "text") -> str:
     if fmt in ("csv", "md"):
         return table(record.checks, CHECK_FIELDS, fmt)
+    if record.footprint is None:
+        return _render_measured(record)
     p = record.params
     out = [f"verify {record.model.label} at n_ctx {thousands(record.footprint.shape.n_ctx)} "
            f"(K {p.type_k}, V {p.type_v}, flash attention {'on' if p.flash_attn else 'off'}, "
@@ -49,6 +51,25 @@ def render_verify(record: VerifyRecord, fmt: str = "text") -> str:
         out.append(f"compute buffer (llama.cpp only, {what}): "
                    + ", ".join(f"{dev} {v:.2f} MiB" for dev, v in compute.items()))
     out.append("all match" if record.ok else "MISMATCH between theory and llama.cpp")
+    return "\n".join(out)
+
+
+def _render_measured(record: VerifyRecord) -> str:
+    """An architecture without a layout rule: llama.cpp's own sizes, measured, nothing to check them against."""
+    p, a = record.params, record.allocations
+    out = [f"verify {record.model.label} at n_ctx {thousands(p.n_ctx)} (K {p.type_k}, V {p.type_v}, flash attention "
+           f"{'on' if p.flash_attn else 'off'}, {p.n_seq} seq{', unified' if p.kv_unified else ''})",
+           f"no theory to check: no layout rule for {record.model.architecture} in llamabench ({record.no_rule})",
+           f"measured: llama.cpp's own log lines from a no_alloc dry run of {record.gguf}"]
+    for c in a.kv_caches:
+        out.append(f"  KV cache        {c.size_mib:10.2f} MiB  ({thousands(c.cells)} cells, {c.layers} layers, "
+                   f"{c.n_seq} seq, K {c.type_k} {c.k_mib:.2f} MiB, V {c.type_v} {c.v_mib:.2f} MiB)")
+    for r in a.recurrent:
+        out.append(f"  recurrent state {r.size_mib:10.2f} MiB  ({r.cells} cells, {r.layers} layers, {r.n_seq} seqs)")
+    if not (a.kv_caches or a.recurrent):
+        out.append("  no KV cache and no recurrent state")
+    out += [f"  compute buffer  {v:10.2f} MiB  ({dev})" for dev, v in a.compute_buffers_mib.items()]
+    out.append(f"  KV total {a.kv_mib:.2f} MiB, recurrent total {a.recurrent_mib:.2f} MiB (llama.cpp only)")
     return "\n".join(out)
 
 

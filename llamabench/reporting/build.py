@@ -83,8 +83,9 @@ def _components(results: ModelResults) -> list[tuple[str, float | None, float | 
                 ("recurrent state", fp.recurrent_state_bytes / MIB, alloc.recurrent_mib),
                 ("compute buffer", None, alloc.compute_mib),
                 ("weights (mapped)", weights / MIB if weights else None, mapped)]
-    if results.verify:
-        v = results.verify[-1]
+    checked = [v for v in results.verify if v.footprint is not None]  # a theory to set beside llama.cpp's
+    if checked:
+        v = checked[-1]
         return [("KV cache", v.footprint.kv_bytes / MIB, v.allocations.kv_mib),
                 ("recurrent state", v.footprint.recurrent_state_bytes / MIB, v.allocations.recurrent_mib),
                 ("compute buffer", None, v.allocations.compute_mib)]

@@ -124,7 +124,7 @@ def _by_depth(timed: list[BenchRecord]) -> list[dict]:
 def _methodology(context_length: int, verify: list[VerifyRecord], timed: list[BenchRecord], by_depth: list[dict],
                  fit: FitResult | None) -> list[str]:
     """How each figure of the record was obtained."""
-    verified = [v for v in verify if v.params.n_ctx == context_length]
+    verified = [v for v in verify if v.params.n_ctx == context_length and v.footprint is not None]
     methodology = [f"kv_bytes_per_token, kv_bytes_at_context and recurrent_state_bytes are derived from the GGUF "
                    f"metadata with llama.cpp's sizing rules (llamabench inspect), f16 K/V, 1 sequence, "
                    f"n_ctx {context_length:,} after llama.cpp's rounding"]

@@ -77,3 +77,44 @@ def test_an_architecture_without_a_layout_rule_is_benched_with_llama_cpps_number
     assert len(records) == 2 and all(r.ok and r.allocations and r.footprint is None for r in records)
     assert all("no layout rule" in r.theory_error for r in records)
     assert "llama.cpp only: architecture 'dots3note'" in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def no_rule_twin(tmp_path_factory):
+    """A dots3note twin: an architecture llama.cpp loads and llamabench has no layout rule for."""
+    from llamabench.jobs.twin.generic import write_from_metadata
+    from tests.support import every_arch
+
+    return write_from_metadata(every_arch.metadata("dots3note"), tmp_path_factory.mktemp("no-rule") / "d.gguf").path
+
+
+def test_an_architecture_without_a_layout_rule_is_verified_with_llama_cpps_sizes(no_rule_twin, capsys):
+    """verify answers with llama.cpp's own lines, measured, saying there is no theory to check them against;
+    --matrix (theory against llama.cpp) is refused in one line."""
+    import llamabench as lb
+
+    record = lb.verify(str(no_rule_twin), n_ctx=16384)
+    assert record.footprint is None and record.checks == () and "indexer cache" in record.no_rule
+    assert record.allocations.kv_bytes > 0 and len(record.allocations.kv_caches) == 3
+    assert main(["verify", str(no_rule_twin), "--ctx", "16384"]) == 0
+    out = capsys.readouterr().out
+    assert "no theory to check" in out and f"KV total {record.allocations.kv_mib:.2f} MiB" in out
+    assert main(["verify", str(no_rule_twin), "--matrix"]) == 1
+    err = capsys.readouterr().err
+    assert "verify without --matrix" in err and err.count("\n") == 1
+
+
+def test_an_architecture_without_a_layout_rule_is_fitted_with_llama_cpps_caches(no_rule_twin):
+    """fit sizes the caches with llama.cpp's dry run at each n_ctx (they grow with it), card and host apart,
+    and --verify, creating the answer for real on the emulated card, agrees to the printed 0.01 MiB."""
+    import llamabench as lb
+
+    small = lb.fit(str(no_rule_twin), n_ctx=4096, vram=["2GiB"], emulate=True, type_k="f16", type_v="f16",
+                   n_gpu_layers=2)
+    large = lb.fit(str(no_rule_twin), n_ctx=65536, vram=["2GiB"], emulate=True, type_k="f16", type_v="f16",
+                   n_gpu_layers=2, verify=True)
+    assert "measured" in large.fit.basis["KV"] and any("no layout rule" in n for n in large.fit.notes)
+    row = large.fit.rows[0]
+    before = small.fit.rows[0]
+    assert row.parts.kv > 0 and row.host.kv > 4 * before.host.kv > 0  # the host's layer grows with n_ctx, measured
+    assert large.verify is not None and large.verify.ok

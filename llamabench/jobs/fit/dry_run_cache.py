@@ -21,12 +21,16 @@ from ...world.private import trusted_file, write_private
 from ...world.versions import LLAMA_CPP_PYTHON_VERSION
 from .search import ComputeSplit
 
-VERSION = 1  # of this cache's layout: a change starts anew
+VERSION = 2  # of this cache's layout: a change starts anew
 
 
 def _file_identity(path: str) -> str:
     st = os.stat(path)
     return f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
+
+
+def _pair(value) -> bool:
+    return isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)
 
 
 class DryRunCache:
@@ -58,14 +62,18 @@ class DryRunCache:
         kind, value = entry
         if kind == "refused" and isinstance(value, str):
             return value
-        if kind == "split" and isinstance(value, list) and len(value) == 3 and all(
-                isinstance(v, int) for v in value[:2]) and all(isinstance(c, int) for c in value[2]):
-            return ComputeSplit(card=value[0], host=value[1], cards=tuple(value[2]))
+        if kind == "split" and isinstance(value, list) and len(value) == 5 and all(
+                isinstance(v, int) for v in value[:2]) and all(isinstance(c, int) for c in value[2]) and all(
+                _pair(c) for c in value[3]) and _pair(value[4]):
+            return ComputeSplit(card=value[0], host=value[1], cards=tuple(value[2]),
+                                caches=tuple(tuple(c) for c in value[3]), host_caches=tuple(value[4]))
         return None
 
     def put(self, settings: Params, result: ComputeSplit | str) -> None:
         self.entries[self._name(settings)] = (["refused", result] if isinstance(result, str)
-                                              else ["split", [result.card, result.host, list(result.cards)]])
+                                              else ["split", [result.card, result.host, list(result.cards),
+                                                              [list(c) for c in result.caches],
+                                                              list(result.host_caches)]])
         self.dirty = True
 
     def save(self) -> None:

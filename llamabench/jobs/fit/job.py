@@ -14,7 +14,8 @@ from ...core.errors import LlamabenchError, UsageError
 from ...core.units import GIB, MIB
 from ...llama import engine, rpc
 from ...memory.runtimes import RuntimeConfig
-from ...model.layout import ModelGeometry, geometry_from_metadata
+from ...model.architectures import no_rule_reason
+from ...model.layout import ModelGeometry, geometry_from_metadata, has_layout_rule, measured_geometry
 from ...model.metadata import ModelMetadata
 from ...model.projector import Projector, projector_from_metadata
 from ...model.validate import check_for_llama
@@ -81,6 +82,16 @@ def session_args(request: FitRequest, source: ModelSource, session: "FitSession"
         shown = remote_reader.redact(mmproj) if remote_reader.is_remote(mmproj) else mmproj  # printed: no password
         out += ("--mmproj", shown) + (("--no-mmproj-offload",) if request.no_mmproj_offload else ())
     return out
+
+
+def fit_geometry(meta: ModelMetadata) -> ModelGeometry:
+    """The layout fit sizes the caches with: the architecture's rule, checked for what would make llama.cpp abort;
+    without a rule, llama.cpp's own caches from the dry run at every n_ctx tried (`measured_geometry`)."""
+    if not has_layout_rule(meta):
+        return measured_geometry(meta, no_rule_reason(meta.architecture))
+    geometry = geometry_from_metadata(meta)
+    check_for_llama(meta, geometry)
+    return geometry
 
 
 @dataclass(frozen=True)
@@ -187,10 +198,13 @@ def _basis(source: ModelSource, *, weights: str, geometry: ModelGeometry, device
     """Where each part's bytes come from, in words."""
     compute_source = ("the GGUF" if source.path else "the geometry twin" if verify
                       else "a full-size shape twin (real shapes and vocabulary, zero data)")
+    measured = (f"measured: llama.cpp's own buffers in its no_alloc dry run at each n_ctx tried, per device (no "
+                f"layout rule for {geometry.architecture} in llamabench: {geometry.no_rule})")
     return {
         "weights": weights,
-        "KV": "computed from the GGUF metadata (exact; `llamabench verify` checks it against llama.cpp)",
-        "recurrent": "computed from the GGUF metadata (exact, f32)",
+        "KV": measured if geometry.no_rule else
+        "computed from the GGUF metadata (exact; `llamabench verify` checks it against llama.cpp)",
+        "recurrent": measured if geometry.no_rule else "computed from the GGUF metadata (exact, f32)",
         "compute": f"llama.cpp's own no_alloc dry run of {compute_source}, same placement and context, over "
                    f"{devices.backend}: each card's and the host's buffers apart"
                    + ("; with several devices llama.cpp pipelines the layers (pipeline parallelism): every "
@@ -229,8 +243,7 @@ class FitSession:
         devices = _devices(n_cards=n_cards, remote=remote, ram_mode=ram_mode, emulate=emulate)
         gpu_devices, gpu_build, emulate = devices.gpu_devices, devices.gpu_build, devices.emulate
         file = _weights_file(source, verify, quant)
-        geometry = geometry_from_metadata(file.meta)
-        check_for_llama(file.meta, geometry)
+        geometry = fit_geometry(file.meta)
         recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
         weights = breakdown(file.meta.tensors, geometry.n_layer, recurrent, basis=file.basis,
                             scale_to_bytes=file.scale)
@@ -242,6 +255,10 @@ class FitSession:
             notes.append("Llama() cannot leave this build's GPU out (llama-cpp-python 0.3.36 has no device choice): "
                          "sized as it creates the context, with llama.cpp's compute buffers for offloaded ops, the "
                          "GPU's counted in the RAM budget too")
+        if geometry.no_rule:
+            notes.append(f"no layout rule for {geometry.architecture}: KV and recurrent state are llama.cpp's own, "
+                         "measured by a dry run at each n_ctx tried; llama-server's context checkpoints (which "
+                         "layers make them is a layout rule's) are not counted")
         if geometry.has_swa:
             notes.append("SWA layers sized with swa_full off (llama-server's default; Llama(swa_full=False))")
         session = cls(name=source.name, geometry=geometry, weights=weights,

@@ -16,7 +16,7 @@ from ...llama.devices import buffer_name
 from ...llama.engine import NO_DEVICE
 from ...llama.rpc import emulated_card
 from ...llama.worker import DryRunChild
-from ...memory.allocations import HOST
+from ...memory.allocations import HOST, Allocations
 from ...settings.params import Params
 from .dry_run_cache import DryRunCache
 from .search import ComputeSplit
@@ -31,6 +31,31 @@ def plain_refusal(reason: str) -> str:
         return reason
     return (f"{m[2]} does not take the tensor {m[1]} at this size (on Vulkan: larger than the device's "
             f"maxStorageBufferRange), and llama.cpp aborts creating the context (ggml_backend_sched)")
+
+
+def _caches(alloc: Allocations, devices: tuple[str, ...], offloaded: bool) -> dict:
+    """The KV and recurrent state llama.cpp allocated, (KV, recurrent) per device in device order and on the
+    host: what fit sizes a model without a layout rule with.
+
+    A no_alloc dry run prints each cache's size (`llama_kv_cache: size`, `llama_memory_recurrent: size`) but 0.00
+    for its buffers; llama.cpp's memory breakdown holds each device's context bytes (KV and state together). Each
+    device's bytes are split between KV and state in the proportion of the printed totals: exact wherever a device
+    holds one kind only, or all of them."""
+    kv, rec = alloc.kv_bytes, alloc.recurrent_bytes
+    names = [buffer_name(d) for d in devices] or list(alloc.card_names[:1])
+
+    def split(context: int) -> tuple[int, int]:
+        share = round(context * kv / (kv + rec)) if kv + rec else 0
+        return share, context - share
+
+    if not alloc.breakdown:  # no breakdown read: every cache where the layers went (all on the card, or none)
+        on_card = (kv, rec) if offloaded else (0, 0)
+        host = (0, 0) if offloaded else (kv, rec)
+        return dict(caches=(on_card,) + ((0, 0),) * (len(names) - 1), host_caches=host)
+    if offloaded and not names:  # no card in this build: the CPU's caches stand for the card's
+        return dict(caches=((kv, rec),))
+    return dict(caches=tuple(split(alloc.breakdown_of(n).context) for n in names) or ((0, 0),),
+                host_caches=split(alloc.breakdown_of(HOST).context))
 
 
 class ComputeProbe:
@@ -124,14 +149,15 @@ class ComputeProbe:
                                    host_tensors=self._model.host_tensors)
                 else:
                     self.weights_unread = self._model.breakdown_unavailable or "no breakdown read"
+            caches = _caches(alloc, devices, settings.n_gpu_layers > 0)
             if settings.n_gpu_layers and not alloc.card_names:
                 # no card in this build (no GPU, no RPC backend): the CPU's figure stands for the card's
-                self._memo[key] = ComputeSplit(card=total)
+                self._memo[key] = ComputeSplit(card=total, **caches)
             elif len(devices) > 1:
                 cards = tuple(alloc.device(buffer_name(d)).compute for d in devices)
-                self._memo[key] = ComputeSplit(card=sum(cards), host=host, cards=cards, **weights)
+                self._memo[key] = ComputeSplit(card=sum(cards), host=host, cards=cards, **weights, **caches)
             else:
-                self._memo[key] = ComputeSplit(card=total - host, host=host, **weights)
+                self._memo[key] = ComputeSplit(card=total - host, host=host, **weights, **caches)
             if self._disk is not None and not weights:
                 self._disk.put(key, self._memo[key])
         return self._memo[key]

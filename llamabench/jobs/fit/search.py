@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Callable
 
-from ...core.errors import ContextRefused
+from ...core.errors import ContextRefused, LlamabenchError
 from ...memory import allocations
 from ...memory.footprint import KV_PAD, compute_footprint, per_layer_bytes
 from ...memory.layer_split import first_offloaded_layer, layer_counts, layer_devices
@@ -147,6 +147,10 @@ class ComputeSplit:
     weights: tuple[int, ...] = ()
     host_weights: int | None = None
     host_tensors: frozenset[str] | None = None  # the weight tensors it kept in system RAM, by name
+    # the caches llama.cpp allocated: (KV, recurrent) on each device in device order, and in system RAM; what a
+    # model without a layout rule is sized with (ModelGeometry.no_rule). (): not read
+    caches: tuple[tuple[int, int], ...] = ()
+    host_caches: tuple[int, int] = (0, 0)
 
     @property
     def total(self) -> int:
@@ -281,14 +285,19 @@ class Fitter:
         growing = dict(prompt_cache=grows.prompt_cache, checkpoints=grows.checkpoints,
                        prompt_cache_unlimited=grows.prompt_cache_unlimited)
         if self.ram_mode:
-            parts = Parts(self.weights.total_bytes, fp.kv_bytes, fp.recurrent_state_bytes, split.total,
+            kv, rec = fp.kv_bytes, fp.recurrent_state_bytes
+            if self.geometry.no_rule:  # llama.cpp's own caches, wherever it put them
+                cards, (kv, rec) = self.measured_caches(split, len(split.caches))
+                kv, rec = kv + sum(c[0] for c in cards), rec + sum(c[1] for c in cards)
+            parts = Parts(self.weights.total_bytes, kv, rec, split.total,
                           reserve=self.reserve_of(0), projector=self.projector)
             return parts, HostParts(**growing), (parts,)
         n = max(1, len(placement.split))
         devices = self.layer_devices(placement)
         weights = (split.weights if len(split.weights) == n
                    else self.weights.on_devices(devices, n, n_cpu_moe=placement.n_cpu_moe))
-        caches, (host_kv, host_rec) = self.cache_split(settings, placement, devices, n)
+        caches, (host_kv, host_rec) = (self.measured_caches(split, n) if self.geometry.no_rule
+                                       else self.cache_split(settings, placement, devices, n))
         computes = split.per_device(n)
         cards = tuple(Parts(weights[i], caches[i][0], caches[i][1], computes[i], reserve=self.reserve_of(i),
                             projector=self.projector if i == projector_device else 0) for i in range(n))
@@ -307,6 +316,16 @@ class Fitter:
             side[0] += kv
             side[1] += rec
         return tuple((c[0], c[1]) for c in cards), (host[0], host[1])
+
+    @staticmethod
+    def measured_caches(split: ComputeSplit, n_devices: int
+                        ) -> tuple[tuple[tuple[int, int], ...], tuple[int, int]]:
+        """((KV, recurrent) of each card, (KV, recurrent) in system RAM) as llama.cpp allocated them in the dry run
+        (a model without a layout rule)."""
+        if len(split.caches) != n_devices:
+            raise LlamabenchError(f"llama.cpp's dry run reported caches on {len(split.caches)} devices, not "
+                                  f"{n_devices}: this model has no layout rule to size them with")
+        return split.caches, split.host_caches
 
     def host_weights(self, placement: Placement, split: ComputeSplit | None = None) -> int:
         """Weights llama.cpp reports in system RAM for this placement: the mapped span of the file where the

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+import gguf
+
 from ...core.errors import EngineError, LlamabenchError
 from ...llama import worker
 from ...llama.user_model import GGUF_TYPE_IDS, INT_TYPES, GgufValue, Metadata, TensorShape
@@ -123,15 +125,26 @@ def with_vocab(metadata: Metadata, n_vocab: int | None = None) -> dict[str, Gguf
     return keys | vocab_keys(count)
 
 
+# the weights whose ".scale" / ".input_scale" sidecars llama.cpp's generic pass adds (NVFP4 / FP8 files only), by
+# their GGUF names: src/llama-model.cpp:1634-1795 (attention, FFN, shared and routed experts, NextN, output, SSM)
+_SIDECAR_OWNERS = frozenset(gguf.TENSOR_NAMES[getattr(gguf.MODEL_TENSOR, n)].removeprefix("blk.{bid}.") for n in (
+    "ATTN_GATE", "ATTN_K", "ATTN_OUT", "ATTN_Q", "ATTN_QKV", "ATTN_V", "FFN_DOWN", "FFN_DOWN_EXP", "FFN_DOWN_SHEXP",
+    "FFN_GATE", "FFN_GATE_EXP", "FFN_GATE_SHEXP", "FFN_UP", "FFN_UP_EXP", "FFN_UP_SHEXP", "NEXTN_EH_PROJ",
+    "NEXTN_SHARED_HEAD_HEAD", "OUTPUT", "SSM_ALPHA", "SSM_BETA", "SSM_IN", "SSM_OUT"))
+
+
 def twin_tensors(tensors: tuple[TensorShape, ...]) -> tuple[TensorShape, ...]:
     """The tensors a twin file carries: llama.cpp's list without the per-tensor quantization sidecars its
-    generic pass adds after every weight (`X.scale`, `X.input_scale`: NVFP4 / FP8 files only)."""
+    generic pass adds after every weight of `_SIDECAR_OWNERS` (`X.scale`, `X.input_scale`: NVFP4 / FP8 files
+    only). Another `.scale` is the architecture's own and stays (gemma4's router `ffn_gate_inp.scale`,
+    src/models/gemma4.cpp:116, is required)."""
     names = {t.name for t in tensors}
 
     def sidecar(name: str) -> bool:
         for suffix in (".input_scale", ".scale"):
-            if name.endswith(suffix) and name[: -len(suffix)] + ".weight" in names:
-                return True
+            base = name.removesuffix(suffix)
+            if base != name and base + ".weight" in names:
+                return (base.split(".", 2)[-1] if base.startswith("blk.") else base) in _SIDECAR_OWNERS
         return False
 
     return tuple(t for t in tensors if not sidecar(t.name))

@@ -8,11 +8,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ...core.errors import UnsupportedArchitecture
 from ...llama.worker import dry_runs
 from ...memory.allocations import Allocations
 from ...memory.footprint import Footprint, compute_footprint
 from ...memory.inspection import inspect as inspect_metadata
 from ...memory.verification import Check, MatrixCell, MatrixResult, compare, describe, matrix_params
+from ...model.architectures import no_rule_line, no_rule_reason
+from ...model.layout import has_layout_rule
 from ...settings.params import Params
 from ...settings.sweep import params_from
 from ..arguments import call_values
@@ -26,17 +29,24 @@ class Verified:
     architecture: str
     gguf: str  # the file llama.cpp sized
     params: Params  # n_ctx as llama.cpp rounded it
-    footprint: Footprint
+    footprint: Footprint | None  # None: no layout rule (`no_rule` says why), llama.cpp's own sizes only
     allocations: Allocations
     checks: tuple[Check, ...]
     context_warning: str | None = None
+    no_rule: str = ""
 
 
 def verify_model(model: str, params: dict[str, Any]) -> Verified:
-    """One dry run of MODEL with these parameters (inspect's), its allocations checked against the theory."""
+    """One dry run of MODEL with these parameters (inspect's), its allocations checked against the theory; an
+    architecture without a layout rule gets llama.cpp's own sizes, measured, with nothing to check them against."""
     values = call_values(params, INSPECT_PARAMS)
     source = resolve(model)
     p = params_from(values)
+    if not has_layout_rule(source.metadata):
+        path = source.gguf_for_llama()
+        dry = dry_runs(str(path), [p])[0]
+        return Verified(source, source.metadata.architecture, str(path), p, None, dry.allocations, (),
+                        no_rule=no_rule_reason(source.metadata.architecture))
     result = inspect_metadata(source.metadata, p, source.entry)  # validates the parameters before llama.cpp runs
     fp = result.footprint
     path = source.gguf_for_llama()
@@ -50,6 +60,10 @@ def exactness_matrix(model: str) -> MatrixResult:
     """n_ctx 4096 / 131072 / 5000 x f16, q8_0, q4_0 and fa off x 1 and 4 sequences (unified or not) x swa_full."""
     start = time.perf_counter()
     source = resolve(model)
+    if not has_layout_rule(source.metadata):
+        raise UnsupportedArchitecture(f"{source.label}: --matrix checks the theory against llama.cpp, and "
+                                      f"{no_rule_line(source.metadata.architecture)}",
+                                      hint="verify without --matrix shows llama.cpp's own sizes")
     path = str(source.gguf_for_llama())
     geometry = source.llama_geometry()
     cells = matrix_params(geometry.has_swa)
