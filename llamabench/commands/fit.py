@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_arguments(parser, ("model", *api.FIT_PARAMS, *OPTIONS, "output"), lists=(*api.FIT_LISTS, "vram"),
                             defaults={**api.FIT_DEFAULTS, "vram": None, "reserve": None, "n_gpu_layers": (),
                                       "n_cpu_moe": (), "n_seq": None, "kv_unified": None, "cache_ram": None,
-                                      "ctx_checkpoints": None},
+                                      "ctx_checkpoints": None, "spec_type": None},
                             helps={"vram": "card sizes, comma list of alternatives; + joins one machine's cards "
                                            "(24GiB+12GiB); plain numbers are GiB (default: on a GPU build its GPUs' "
                                            "free memory, else 16GiB,24GiB)",
@@ -51,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                             "KV stream",
                                    "kv_unified": "one KV stream for all slots (llama-server's -kvu; on with the auto "
                                                  "-np)",
+                                   "spec_type": "llama-server's speculative decoding: draft-mtp (the model's own MTP "
+                                                "layer), ngram-*, none; default: none, and draft-mtp beside it where "
+                                                "the model carries an MTP layer",
                                    "n_gpu_layers": "evaluate exactly these -ngl placements instead of searching",
                                    "n_cpu_moe": "evaluate exactly these --n-cpu-moe placements (all layers on the "
                                                 "card)"})
@@ -58,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # -ngl / --n-cpu-moe not given (an empty list): api.fit searches the placements
-    record = api.fit(args.model, **keywords(args, OPTIONS), **keywords(args, api.FIT_PARAMS))
+    given = {k: v for k, v in keywords(args, api.FIT_PARAMS).items() if not (k == "spec_type" and v is None)}
+    record = api.fit(args.model, **keywords(args, OPTIONS), **given)
 
     def render(r, fmt: str) -> str:
         text = render_text(r.fit, fmt)

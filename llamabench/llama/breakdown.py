@@ -148,6 +148,20 @@ def read(ctx) -> dict[str, BufferBytes] | None:
     return out
 
 
+def merged(first: dict[str, BufferBytes], second: dict[str, BufferBytes] | None, *,
+           contexts_only: bool) -> dict[str, BufferBytes]:
+    """Two contexts' breakdowns in one; `contexts_only`: the second runs on the same model (llama-server's MTP
+    context), so its weights are not counted again."""
+    if second is None:
+        return first
+    out = dict(first)
+    for name, b in second.items():
+        seen = out.get(name, BufferBytes())
+        out[name] = BufferBytes(seen.model + (0 if contexts_only else b.model), seen.context + b.context,
+                                seen.compute + b.compute)
+    return out
+
+
 def host_tensors(model) -> tuple[str, ...] | None:
     """Names of the weight tensors a loaded llama_model (a ctypes pointer) keeps in host buffer types (system RAM:
     CPU, a GPU backend's pinned host type): those of the host layers and any the devices refused. None where

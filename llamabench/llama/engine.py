@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..core import cache_types
 from ..core.errors import EngineError
+from ..memory import speculative
 from ..memory.allocations import Allocations, parse_allocations
 from ..settings.params import Params
 from ..settings.values import rpc_endpoints
@@ -207,6 +208,7 @@ def _model_params(p: Params, *, no_alloc: bool, rpc=None):
     endpoints = rpc_endpoints(rpc)
     # off: no repacked second copy of the weights (AMX, CPU_REPACK); an RPC dry run never repacks
     params.use_extra_bufts = p.repack and not (no_alloc and endpoints)
+    params.load_mtp = p.spec_type == MTP  # llama-server loads the NextN layers only for draft-mtp
     params.split_mode = SPLIT_MODE_IDS[p.split_mode]
     params.main_gpu = p.main_gpu
     n_cpu_moe = p.n_cpu_moe
@@ -259,6 +261,23 @@ def _context_params(settings: Params):
     params.n_threads = threads
     params.n_threads_batch = threads
     return params
+
+
+MTP = speculative.MTP
+
+
+def _mtp_context(lc, model, target, settings: Params):
+    """The MTP draft context llama-server creates beside `target` with --spec-type draft-mtp (ctx_type MTP,
+    ctx_other the target: common/speculative.cpp:2514-2580); None where the settings ask for none."""
+    if settings.spec_type != MTP:
+        return None
+    params = _context_params(speculative.mtp_context(settings))
+    params.ctx_type = lc.LLAMA_CONTEXT_TYPE_MTP
+    params.ctx_other = target
+    ctx = lc.llama_init_from_model(model, params)
+    if not ctx:
+        raise EngineError("llama.cpp could not create the MTP draft context (does this architecture run draft-mtp?)")
+    return ctx
 
 
 def _reason(log_lines: list[str], default: str) -> str:
@@ -367,10 +386,19 @@ class DryRunModel(_Closing):
             if not ctx:
                 raise EngineError(f"{self.path}: llama.cpp could not create the context "
                                   f"({_reason(lines, 'no reason logged')})")
+            mtp = None
             try:
+                try:
+                    mtp = _mtp_context(lc, self._model, ctx, settings)
+                except EngineError as exc:
+                    raise EngineError(f"{self.path}: {exc} ({_reason(lines, 'no reason logged')})") from None
                 n_ctx, n_ctx_seq, n_seq = lc.llama_n_ctx(ctx), lc.llama_n_ctx_seq(ctx), lc.llama_n_seq_max(ctx)
                 by_buffer = breakdown.read(ctx)  # the weights each device took: the log prints 0.00 under no_alloc
+                if by_buffer is not None and mtp:  # the MTP context's caches and compute beside the target's
+                    by_buffer = breakdown.merged(by_buffer, breakdown.read(mtp), contexts_only=True)
             finally:
+                if mtp:
+                    lc.llama_free(mtp)
                 lc.llama_free(ctx)
             log = self.load_log + "".join(lines)
         allocations = replace(parse_allocations(log), breakdown=by_buffer or {})
@@ -397,10 +425,16 @@ class Session(_Closing):
             if not self._model:
                 raise EngineError(f"llama.cpp could not load {path} ({_reason(lines, 'no reason logged')})")
             self._ctx = lc.llama_init_from_model(self._model, _context_params(settings))
+            self._mtp = None
             if not self._ctx:
                 reason = _reason(lines, "no reason logged")
                 self.close()
                 raise EngineError(f"llama.cpp could not create the context: {reason}")
+            try:
+                self._mtp = _mtp_context(lc, self._model, self._ctx, settings)  # created as llama-server does
+            except EngineError as exc:
+                self.close()
+                raise EngineError(f"{exc}: {_reason(lines, 'no reason logged')}") from None
             self.log = "".join(lines)
         self._threadpool = None
         if threadpool:  # as llama-bench: one threadpool, attached for decode and batch
@@ -496,6 +530,9 @@ class Session(_Closing):
         self.position = 0
 
     def close(self) -> None:
+        if getattr(self, "_mtp", None):
+            self._lc.llama_free(self._mtp)
+            self._mtp = None
         if self._ctx:
             self._lc.llama_free(self._ctx)
             self._ctx = None

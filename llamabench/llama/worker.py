@@ -276,5 +276,7 @@ class DryRunChild:
 
 def dry_runs(path: str, settings_list: list[Params], placement: Params = Params(), *,
              rpc=None) -> list[DryRunSizes]:
+    if any(s.spec_type == "draft-mtp" for s in settings_list):  # an MTP context runs the NextN layers: load them
+        placement = placement.replace(spec_type="draft-mtp")
     with DryRunChild(path, placement, rpc=rpc) as child:
         return [child.context(s) for s in settings_list]

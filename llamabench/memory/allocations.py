@@ -32,6 +32,7 @@ _RS_SIZE = re.compile(
     r"R \((\w+)\):\s+([\d.]+) MiB, S \((\w+)\):\s+([\d.]+) MiB(?:, P \((\w+)\):\s+([\d.]+) MiB)?"
 )
 _COMPUTE = re.compile(r"sched_reserve:\s+(\S+) compute buffer size =\s+([\d.]+) MiB")
+_NEW_CONTEXT = "llama_context: constructing llama_context"
 _OUTPUT = re.compile(r"llama_context:\s+(\S+)\s+output buffer size =\s+([\d.]+) MiB")
 
 
@@ -203,7 +204,8 @@ def _add(d: dict[str, float], key: str, value: str) -> None:
 
 
 def parse_allocations(log: str) -> Allocations:
-    model, kv_buf, rs_buf, compute, output = {}, {}, {}, {}, {}
+    model, kv_buf, rs_buf, output = {}, {}, {}, {}
+    contexts: list[dict[str, float]] = [{}]  # each context's compute buffers, by device
     kv_caches, recurrent, errors = [], [], []
     for line in log.splitlines():
         if m := _MODEL_BUF.search(line):
@@ -218,13 +220,19 @@ def parse_allocations(log: str) -> Allocations:
         elif m := _RS_SIZE.search(line):
             recurrent.append(RecurrentLine(float(m[1]), int(m[2]), int(m[3]), int(m[4]), float(m[7]), float(m[9]),
                                            float(m[11] or 0.0)))
+        elif _NEW_CONTEXT in line:  # another context (llama-server's MTP or draft context): its buffers add up
+            contexts.append({})
         elif m := _COMPUTE.search(line):
-            # sched_reserve runs more than once: the last reservation is the one that stays
-            compute[m[1]] = float(m[2])
+            # sched_reserve runs more than once in a context: its last reservation is the one that stays
+            contexts[-1][m[1]] = float(m[2])
         elif m := _OUTPUT.search(line):
             _add(output, m[1], m[2])
         elif "failed" in line.lower() or "error" in line.lower():
             errors.append(line.strip())
+    compute: dict[str, float] = {}
+    for reserved in contexts:
+        for name, mib in reserved.items():
+            _add(compute, name, str(mib))
     return Allocations(model, kv_buf, tuple(kv_caches), rs_buf, tuple(recurrent), compute, output, tuple(errors))
 
 

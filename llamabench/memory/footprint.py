@@ -20,6 +20,7 @@ from ..model import architectures
 from ..model.layout import LayerGeometry, ModelGeometry
 from ..settings.params import Params
 from ..settings.values import LLAMA_MAX_SEQ
+from . import speculative
 
 KV_PAD = 256  # llama.cpp pads n_ctx, n_ctx_seq and the SWA cache to 256 cells
 
@@ -60,6 +61,10 @@ class Footprint:
     index_v_bytes: int = 0  # its V, where the model is not MLA (minimax-m3, non-MLA DSA)
     n_index_layers: int = 0
     recurrent_p_bytes: int = 0  # qwen4exp's PLE conv row beside the recurrent state (f32)
+    # --spec-type draft-mtp: the MTP draft context's KV (its NextN layers, -ctkd/-ctvd types), not in kv_bytes
+    mtp_kv_bytes: int = 0
+    mtp_kv_bytes_per_token: int = 0
+    n_mtp_layers: int = 0
 
     @property
     def kv_bytes(self) -> int:
@@ -112,7 +117,8 @@ def context_shape(geometry: ModelGeometry, s: Params) -> ContextShape:
     return ContextShape(n_ctx, n_ctx_seq, n_stream, n_batch, n_ubatch, swa_cells)
 
 
-def _recurrent_rows(geometry: ModelGeometry, params: Params) -> int:
+def recurrent_rows(geometry: ModelGeometry, params: Params) -> int:
+    """State rows a recurrent layer holds: one per sequence, times 1 + n_rs_seq rollback planes."""
     # llm_arch_supports_rs_rollback (src/llama-arch.cpp:1123-1140): elsewhere llama.cpp resets n_rs_seq to 0
     row = architectures.lookup(geometry.architecture)
     n_rs_seq = params.n_rs_seq if row is not None and row.rs_rollback else 0
@@ -172,7 +178,7 @@ def compute_footprint(geometry: ModelGeometry, params: Params) -> Footprint:
     full_gqa = (ref_k + ref_v) * len(geometry.mixer_layers)
 
     recurrent = geometry.recurrent_layers
-    rows = _recurrent_rows(geometry, params)
+    rows = recurrent_rows(geometry, params)
     r_bytes = geometry.recurrent_r_width * cache_types.F32_BYTES * rows * len(recurrent)
     s_bytes = geometry.recurrent_s_width * cache_types.F32_BYTES * rows * len(recurrent)
     p_bytes = sum(layer.p_width for layer in recurrent) * cache_types.F32_BYTES * rows
@@ -196,7 +202,17 @@ def compute_footprint(geometry: ModelGeometry, params: Params) -> Footprint:
         index_v_bytes=index_v_tok * cells,
         n_index_layers=len(geometry.index_layers),
         recurrent_p_bytes=p_bytes,
+        **_mtp(geometry, params),
     )
+
+
+def _mtp(geometry: ModelGeometry, params: Params) -> dict:
+    """The MTP draft context's KV where --spec-type draft-mtp creates one (memory.speculative)."""
+    if params.spec_type != speculative.MTP or not geometry.mtp_layers:
+        return {}
+    mtp = compute_footprint(speculative.mtp_geometry(geometry), speculative.mtp_context(params))
+    return dict(mtp_kv_bytes=mtp.kv_bytes, mtp_kv_bytes_per_token=mtp.kv_bytes_per_token,
+                n_mtp_layers=mtp.n_kv_layers + mtp.n_swa_layers)
 
 
 def per_layer_bytes(geometry: ModelGeometry, params: Params) -> dict[int, tuple[int, int]]:
@@ -208,7 +224,7 @@ def per_layer_bytes(geometry: ModelGeometry, params: Params) -> dict[int, tuple[
     shape = context_shape(geometry, params)
     cells = shape.n_ctx_seq * shape.n_stream
     swa_cells = shape.swa_cells * shape.n_stream
-    rows = _recurrent_rows(geometry, params)
+    rows = recurrent_rows(geometry, params)
     state = (geometry.recurrent_r_width + geometry.recurrent_s_width) * cache_types.F32_BYTES * rows
     out = {}
     for layer in geometry.layers:
@@ -220,6 +236,10 @@ def per_layer_bytes(geometry: ModelGeometry, params: Params) -> dict[int, tuple[
         if layer.has_recurrent_state:
             rec = state + layer.p_width * cache_types.F32_BYTES * rows
         out[layer.index] = (kv, rec)
+    if params.spec_type == speculative.MTP and geometry.mtp_layers:  # the MTP context's, on their layers' devices
+        mtp = speculative.mtp_geometry(geometry)
+        for il, (kv, _) in per_layer_bytes(mtp, speculative.mtp_context(params)).items():
+            out[il] = (out.get(il, (0, 0))[0] + kv, out.get(il, (0, 0))[1])
     return out
 
 

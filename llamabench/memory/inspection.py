@@ -9,6 +9,7 @@ from ..model.layout import ModelGeometry, geometry_from_metadata
 from ..model.metadata import CatalogEntry, ModelMetadata, PublishedQuant
 from ..model.validate import check_for_llama
 from ..settings.params import Params
+from . import speculative
 from .footprint import Footprint, compute_footprint
 
 
@@ -44,6 +45,14 @@ class Inspection:
         return self.published.kv_bytes_per_token == self.f16_kv_bytes_per_token
 
     @property
+    def mtp_kv_bytes(self) -> int:
+        """The MTP draft context's KV at this context with llama-server --spec-type draft-mtp (0 without an MTP
+        layer): the footprint's own where it was asked for, else at the draft's default f16."""
+        if self.footprint.mtp_kv_bytes or not self.geometry.mtp_layers:
+            return self.footprint.mtp_kv_bytes
+        return compute_footprint(self.geometry, self.footprint.params.replace(spec_type=speculative.MTP)).mtp_kv_bytes
+
+    @property
     def beyond_trained_context(self) -> bool:
         return self.footprint.shape.n_ctx > self.geometry.n_ctx_train > 0
 
@@ -73,6 +82,9 @@ def inspect(metadata: ModelMetadata, params: Params, entry: CatalogEntry | None 
     is None) raises UnsupportedArchitecture whose message is the one line that says so."""
     geometry = geometry_from_metadata(metadata)
     check_for_llama(metadata, geometry)
+    speculative.check(geometry, params, metadata.source)
+    if params.spec_type in speculative.ROLLBACK_TYPES and not params.n_rs_seq:  # llama-server's need_n_rs_seq
+        params = params.replace(n_rs_seq=params.spec_draft_n_max)
     published = (Published(entry.id, entry.published_kv_bytes_per_token, tuple(entry.published_quants))
                  if entry is not None else None)
     return Inspection(metadata.display_name, metadata.source, geometry, compute_footprint(geometry, params),

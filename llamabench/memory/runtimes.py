@@ -35,7 +35,8 @@ from ..core.units import MIB
 from ..model.layout import ModelGeometry
 from ..settings.params import Params
 from ..settings.values import Runtime, parse_runtime  # noqa: F401 - parse_runtime: the runtime's one parser
-from .footprint import Footprint
+from . import speculative
+from .footprint import Footprint, recurrent_rows
 
 SERVER_AUTO_SLOTS = 4  # tools/server/server.cpp: n_parallel -1 ("auto") -> 4 slots, kv_unified
 PYTHON_N_BATCH, PYTHON_N_UBATCH = 512, 512  # Llama(n_batch=512, n_ubatch=512)
@@ -80,12 +81,12 @@ class RuntimeConfig:
     def context(self, base: Params) -> Params:
         """The context parameters this runtime creates for the user's n_ctx, cache types, flash attention and
         placement. `base.n_ubatch` is kept where it differs from llama.cpp's 512 (the user's -ub)."""
-        if self.is_server:
-            n_batch = base.n_batch  # -b; llama.cpp's and common's default are both 2048
-            per_seq = 1  # 1 + draft tokens; no speculative decoding in the printed command
-            return base.replace(n_seq=self.slots, kv_unified=self.unified, swa_full=False, n_batch=n_batch,
-                                n_outputs_max=min(n_batch, self.slots * per_seq),
-                                n_outputs_max_per_seq=min(n_batch, per_seq), n_rs_seq=0)
+        if self.is_server:  # -b: llama.cpp's and common's default are both 2048; outputs and rollback by --spec-type
+            context = base.replace(n_seq=self.slots, kv_unified=self.unified, swa_full=False)
+            return speculative.target_context(context, slots=self.slots)
+        if base.spec_type != speculative.NONE:
+            raise UsageError(f"--spec-type {base.spec_type} is llama-server's: Llama() decodes without a draft",
+                             hint="use --runtime llama-server, or leave out --spec-type")
         n_batch = min(base.n_ctx, PYTHON_N_BATCH) if base.n_ctx else PYTHON_N_BATCH
         return base.replace(n_seq=1, kv_unified=False, swa_full=False, n_batch=n_batch,
                             n_ubatch=min(n_batch, base.n_ubatch), n_outputs_max=0, n_outputs_max_per_seq=1,
@@ -143,8 +144,9 @@ NO_SERVER_RAM = ServerRam(0, False, 0, 0, 0)
 def checkpoint_bytes(geometry: ModelGeometry, fp: Footprint) -> int:
     """One sequence's checkpoint (PARTIAL_ONLY state): its recurrent rows and its SWA cells that are not
     masked, n_swa at most (and at most the SWA cache of its stream). Data only: the state's headers, a
-    few bytes per cell and layer, are left out."""
-    rows = max(1, fp.params.n_seq)
+    few bytes per cell and layer, are left out. With rollback planes (n_rs_seq) it writes the current plane
+    alone (src/llama-memory-recurrent.cpp:775-800, rs_idx)."""
+    rows = recurrent_rows(geometry, fp.params)  # a checkpoint holds one plane of one sequence (state_write)
     recurrent = fp.recurrent_state_bytes // rows if fp.n_recurrent_layers else 0
     swa = 0
     if geometry.has_swa and not fp.params.swa_full:

@@ -55,6 +55,7 @@ def compare(fp: Footprint, alloc: Allocations) -> tuple[Check, ...]:
     """One check per component; structural checks (cells, layers, streams) are exact."""
     checks: list[Check] = []
     caches = [c for c in alloc.kv_caches if c.layers > 0]  # lfm2's iswa prints an empty non-SWA cache: nothing held
+    mtp = caches.pop() if fp.mtp_kv_bytes and caches else None  # the MTP draft context's cache, created last
     has_swa = fp.n_swa_layers > 0
     base = caches[0] if caches and fp.n_kv_layers else None
     swa = caches[-1] if has_swa and caches else None
@@ -78,7 +79,13 @@ def compare(fp: Footprint, alloc: Allocations) -> tuple[Check, ...]:
     if fp.n_index_layers:
         checks.append(_mib_check("KV (indexer)", fp.index_k_bytes + fp.index_v_bytes,
                                  index.size_mib if index else None))
-    checks.append(_mib_check("KV total", fp.kv_bytes, alloc.kv_mib if caches else None, len(alloc.kv_caches)))
+    main_mib = round(sum(c.size_mib for c in caches), 2)
+    checks.append(_mib_check("KV total", fp.kv_bytes, main_mib if caches else None, len(caches)))
+    if fp.mtp_kv_bytes:
+        checks.append(_mib_check("KV (MTP context)", fp.mtp_kv_bytes, mtp.size_mib if mtp else None))
+        want = f"{fp.shape.n_ctx_seq} cells x {fp.n_mtp_layers} layers x {fp.shape.n_stream} streams"
+        got = f"{mtp.cells} cells x {mtp.layers} layers x {mtp.n_stream} streams" if mtp else "none"
+        checks.append(_shape_check("  shape", want, got))
 
     rec = alloc.recurrent[0] if alloc.recurrent else None
     if fp.n_recurrent_layers or rec is not None:
@@ -100,7 +107,7 @@ MATRIX_TYPES = (("f16", "f16", True), ("q8_0", "q8_0", True), ("q4_0", "q4_0", T
 MATRIX_SEQS = ((1, False), (4, False), (4, True))
 
 
-def matrix_params(has_swa: bool) -> list[Params]:
+def matrix_params(has_swa: bool, has_mtp: bool = False) -> list[Params]:
     """The exactness matrix: n_ctx x cache types (quantized V with flash attention) x sequences x swa_full."""
     cells = []
     for n_ctx in MATRIX_N_CTX:
@@ -111,13 +118,18 @@ def matrix_params(has_swa: bool) -> list[Params]:
                                         n_seq=n_seq, kv_unified=unified, swa_full=swa_full))
     # speculative-decoding snapshots: only some recurrent families keep n_rs_seq (llm_arch_supports_rs_rollback)
     cells.append(Params(n_ctx=4096, n_seq=2, n_rs_seq=3))
+    if has_mtp:  # llama-server --spec-type draft-mtp: the MTP draft context beside, its own cache types
+        cells.append(Params(n_ctx=4096, n_seq=4, kv_unified=True, n_rs_seq=3, spec_type="draft-mtp",
+                            type_k_draft="q8_0", type_v_draft="q8_0"))
+        cells.append(Params(n_ctx=5000, n_seq=2, spec_type="draft-mtp", flash_attn=False))
     return cells
 
 
 def describe(p: Params) -> str:
     return (f"n_ctx={p.n_ctx} K={p.type_k} V={p.type_v} fa={'on' if p.flash_attn else 'off'} n_seq={p.n_seq}"
             + (" unified" if p.kv_unified else "") + (" swa_full" if p.swa_full else "")
-            + (f" n_rs_seq={p.n_rs_seq}" if p.n_rs_seq else ""))
+            + (f" n_rs_seq={p.n_rs_seq}" if p.n_rs_seq else "")
+            + (f" {p.spec_type} ({p.type_k_draft}/{p.type_v_draft})" if p.spec_type != "none" else ""))
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,9 @@ class ModelGeometry:
     full_attention_k_width: int  # K width of a full-attention layer of this model (the full-GQA reference)
     full_attention_v_width: int
     index_v_width_max: int = 0  # the indexer cache's widest V row (its V padding with flash attention off)
+    # the NextN layers an MTP draft context caches (llama-server --spec-type draft-mtp): one full-attention row
+    # each, at the target's cells (src/llama-model.cpp:2792-2804, filter il >= n_layer())
+    mtp_layers: tuple[LayerGeometry, ...] = ()
     # an architecture without a layout rule: why (its layers are then all NONE, and its caches are llama.cpp's
     # own, measured by a dry run: see `measured_geometry`)
     no_rule: str = ""
@@ -437,6 +440,22 @@ def _layers(meta: ModelMetadata, heads: _Heads, flags: _Flags, is_mla: bool, cou
     return layers
 
 
+def _mtp_layers(heads: _Heads, flags: _Flags, is_mla: bool, counts: _Counts,
+                main: list[LayerGeometry]) -> tuple[LayerGeometry, ...]:
+    """The NextN layers the main cache leaves to the MTP context, which caches each as a plain attention layer
+    (src/llama-model.cpp:2661-2667 and 2792-2804: a llama_kv_cache filtered to il >= n_layer(); no recurrent
+    state, whatever the trunk's). MLA keeps its K-only row."""
+    held = {layer.index for layer in main}
+    out = []
+    for il in range(counts.n_main, counts.n_all):
+        if il in held:
+            continue
+        k_width, v_width = _widths(heads, flags, il)
+        kind = LayerKind.MLA if is_mla else LayerKind.SWA if flags.is_swa[il] else LayerKind.FULL
+        out.append(LayerGeometry(il, kind, heads.n_head_kv[il], k_width, 0 if is_mla else v_width))
+    return tuple(out)
+
+
 def _indexer_types(meta: ModelMetadata, row: Architecture, counts: _Counts) -> tuple[bool, ...]:
     """is_indexer_full over the trunk: attention.indexer.types (a scalar, or n_layer() entries), else the default."""
     n = counts.n_main
@@ -605,4 +624,5 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
         full_attention_k_width=full_k,
         full_attention_v_width=full_v,
         index_v_width_max=index_v_max,
+        mtp_layers=_mtp_layers(heads, flags, is_mla, counts, layers),
     )

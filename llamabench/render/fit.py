@@ -55,6 +55,8 @@ def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
         Field("budget_bytes", "budget", lambda r: r.budget_bytes, views=frozenset()),
         Field("n_ctx", "n_ctx", lambda r: r.settings.n_ctx, views=frozenset()),
         Field("cache_types", "K/V", lambda r: f"{r.settings.type_k}/{r.settings.type_v}"),
+        Field("spec_type", "speculative", lambda r: spec_label(r.settings.spec_type),
+              views=frozenset({"table"}) if len(result.spec_types) > 1 else frozenset()),
         Field("placement", "placement", lambda r: describe_placement(r.placement, result.n_layer_all)),
         Field("weights_bytes", "weights", lambda r: r.parts.weights, _gib, "r"),
         Field("kv_bytes", "KV", lambda r: r.parts.kv, _gib, "r"),
@@ -181,12 +183,49 @@ def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
             f"largest context that fits: {largest or 'none'}"]
 
 
+def spec_label(spec_type: str) -> str:
+    return {"none": "none", "draft-mtp": "MTP"}.get(spec_type, spec_type)
+
+
 def _groups(result: FitResult):
     for budget in result.budgets:
         for n_ctx in result.contexts:
-            rows = result.rows_for(budget.label, n_ctx)
+            rows = [r for spec in result.spec_types for r in result.rows_for(budget.label, n_ctx, spec)]
             if rows:
                 yield budget, n_ctx, rows
+
+
+def _verdicts(result: FitResult, rows: list[FitRow]) -> list[str]:
+    """The verdict of each --spec-type sized, and what speculative decoding costs beside none."""
+    kinds = result.spec_types
+    if len(kinds) == 1:
+        return _verdict(result, rows)
+    out = []
+    for kind in kinds:
+        mine = [r for r in rows if r.settings.spec_type == kind]
+        if mine:
+            out.append("without speculative decoding:" if kind == "none" else f"with --spec-type {kind}:")
+            out += ["  " + line for line in _verdict(result, mine)]
+    out += _spec_cost(result, rows)
+    return out
+
+
+def _spec_cost(result: FitResult, rows: list[FitRow]) -> list[str]:
+    """The same KV types and placement with and without speculative decoding: what it adds, part by part."""
+    plain = {(r.settings.type_k, r.settings.type_v, r.placement): r for r in rows if r.settings.spec_type == "none"}
+    lines = []
+    for r in rows:
+        base = plain.get((r.settings.type_k, r.settings.type_v, r.placement))
+        if r.settings.spec_type == "none" or base is None or lines:
+            continue
+        parts = [(name, getattr(r.parts, name) - getattr(base.parts, name))
+                 for name in ("weights", "kv", "recurrent", "compute")]
+        extra, where = _gib(r.parts.total - base.parts.total), describe_placement(r.placement, result.n_layer_all)
+        lines.append(f"{spec_label(r.settings.spec_type)} costs {extra} GiB more on the card{'s' if r.multi else ''} "
+                     f"({r.settings.type_k}/{r.settings.type_v} KV, {where}: "
+                     + ", ".join(f"{name} +{_gib(d)}" for name, d in parts)
+                     + f"); max n_ctx {r.max_n_ctx or 'none'} against {base.max_n_ctx or 'none'}")
+    return lines
 
 
 def render_text(result: FitResult, fmt: str = "text") -> str:
@@ -202,7 +241,7 @@ def render_text(result: FitResult, fmt: str = "text") -> str:
         out.append(f"{budget.label} (budget {_gib(budget.bytes)} GiB) at n_ctx {n_ctx}, flash attention "
                    f"{'on' if rows[0].settings.flash_attn else 'off'}; parts in GiB")
         out.append(_rows_table(result, rows, fmt))
-        out += _verdict(result, rows)
+        out += _verdicts(result, rows)
     out += [""] + [f"note: {n}" for n in result.notes]
     out.append(f"({len(result.rows)} rows in {result.seconds:.1f} s)")
     return "\n".join(out)

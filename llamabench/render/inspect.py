@@ -108,7 +108,24 @@ def _cache_lines(record: InspectRecord) -> list[str]:
                    f"layers, {s.n_seq} seq, f32)")
     elif not fp.n_kv_layers + fp.n_swa_layers:
         out.append("No cache         llama.cpp creates no KV cache and no recurrent state for this architecture")
+    out += _mtp_lines(result)
     return out
+
+
+def _mtp_lines(result) -> list[str]:
+    """The MTP (NextN) layer: what llama-server --spec-type draft-mtp adds beside the main cache."""
+    g, fp, s = result.geometry, result.footprint, result.footprint.params
+    if not g.mtp_layers:
+        return []
+    layers = ", ".join(str(layer.index) for layer in g.mtp_layers)
+    kv = result.mtp_kv_bytes
+    if fp.mtp_kv_bytes:
+        return [f"MTP context      {thousands(kv)} B = {mib(kv)} (--spec-type draft-mtp: layer {layers}'s KV, "
+                f"K {s.type_k_draft}, V {s.type_v_draft} (-ctkd/-ctvd), at the same cells)"
+                + (f"; recurrent state x{1 + s.n_rs_seq}: {s.n_rs_seq} rollback planes a sequence"
+                   if fp.n_recurrent_layers and s.n_rs_seq else "")]
+    return [f"MTP layer        layer {layers} (NextN): with llama-server --spec-type draft-mtp its draft context adds "
+            f"{mib(kv)} of KV here (f16, -ctkd/-ctvd), and its weights load only then"]
 
 
 def render_inspection(record: InspectRecord, fmt: str = "text") -> str:

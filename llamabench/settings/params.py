@@ -38,6 +38,7 @@ from .values import (
     positive_float,
     positive_int,
     priority,
+    spec_type,
     split_mode,
     tensor_split,
     text,
@@ -116,6 +117,17 @@ class Params:
                                 "0: n_batch, as Llama() and llama-bench (llama-server: its slots)")
     n_outputs_max_per_seq: int = option(["--n-outputs-max-per-seq"], nonneg_int, 1,
                                         "outputs per sequence; 0: n_outputs_max")
+    spec_type: str = option(["--spec-type"], spec_type, "none",
+                            "llama-server's speculative decoding: draft-mtp (the model's own MTP / NextN layer: its "
+                            "weights and a second context are sized), ngram-* (no device memory), none", sweep=False)
+    spec_draft_n_max: int = option(["--spec-draft-n-max"], positive_int, 3,
+                                   "draft tokens per step (llama-server's default 3): the outputs reserved and, with "
+                                   "draft-mtp, the recurrent rollback planes", sweep=False)
+    type_k_draft: str = option(["-ctkd", "--spec-draft-type-k", "--cache-type-k-draft"], cache_type, "f16",
+                               "the draft (MTP) context's K cache type: llama-server's default f16, whatever -ctk",
+                               sweep=False)
+    type_v_draft: str = option(["-ctvd", "--spec-draft-type-v", "--cache-type-v-draft"], cache_type, "f16",
+                               "the draft (MTP) context's V cache type (default f16)", sweep=False)
     n_gpu_layers: int = option(["-ngl", "--n-gpu-layers", "--gpu-layers"], nonneg_int, 0,
                                "layers on the GPU, the output layer counting as one (99: all)")
     n_cpu_moe: int = option(["-ncmoe", "--n-cpu-moe"], nonneg_int, 0,

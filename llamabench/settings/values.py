@@ -87,6 +87,19 @@ def cache_type(text) -> str:
     return cache_types.parse_cache_type(str(text))
 
 
+# llama-server's --spec-type names (common/speculative.cpp:33-44, the vendored llama.cpp)
+SPEC_TYPES = ("none", "draft-simple", "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark", "ngram-simple",
+              "ngram-map-k", "ngram-map-k4v", "ngram-mod", "ngram-cache")
+
+
+def spec_type(text) -> str:
+    """--spec-type: one of llama-server's speculative decoding types (one at a time here)."""
+    value = str(text).strip().lower()
+    if value not in SPEC_TYPES:
+        raise UsageError(f"'{text}' is not a --spec-type: {', '.join(SPEC_TYPES)}")
+    return value
+
+
 def cpu_mask(text) -> str:
     """common/common.cpp parse_cpu_mask: hex digits, lowest bit = CPU 0, '0x' optional."""
     mask = str(text).strip().lower()

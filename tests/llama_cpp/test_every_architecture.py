@@ -109,6 +109,30 @@ def test_architecture(arch, runs):
     assert not mismatches, "\n".join(mismatches)
 
 
+MTP_ARCHS = [a for a in ARCHS if a not in NO_LAYOUT_RULE and "llama_cpp_fails" not in ROWS[a]
+             and every_arch.has_mtp_layers(a)]
+
+
+def test_mtp_twins_are_many():
+    assert len(MTP_ARCHS) >= 10, MTP_ARCHS
+
+
+@pytest.mark.parametrize("arch", MTP_ARCHS)
+def test_mtp_context(arch, runs):
+    """llama-server's --spec-type draft-mtp: where llama.cpp creates the MTP draft context, its cache (the NextN
+    layers, -ctkd/-ctvd types) and the target's rollback planes equal the theory; where it refuses, the reason is
+    that the architecture has no MTP graph."""
+    run = runs[arch]
+    if run.mtp is None:
+        assert run.mtp_refused and "MTP draft context" in run.mtp_refused, run.mtp_refused
+        pytest.skip(f"{arch}: llama.cpp creates no MTP context ({run.mtp_refused})")
+    meta = gguf_file.read_metadata(run.twin)
+    fp = inspect(meta, every_arch.MTP_SETTINGS).footprint
+    assert fp.mtp_kv_bytes > 0
+    bad = [c.mismatch() for c in compare(fp, run.mtp) if not _ok(c, run.mtp)]
+    assert not bad, "\n".join(bad)
+
+
 # the production path beside the table ---------------------------------------------------------------------------
 
 def test_a_refused_metadata_is_one_line_with_llama_cpp_s_reason():

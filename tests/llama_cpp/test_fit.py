@@ -97,3 +97,15 @@ def test_refused_cache_types_are_notes_not_a_crash(twin_path, capsys):
     assert main(["fit", str(twin_path), "--ctx", "4096", "-fa", "off", "--vram", "1GiB"]) == 0
     out = capsys.readouterr().out
     assert "note: q8_0/q8_0: a quantized V cache (q8_0) needs flash attention" in out and "f16/f16" in out
+
+
+def test_fit_verify_creates_the_mtp_context_beside():
+    """fit --verify of a model with an MTP layer creates both answers for real, the second with llama-server's MTP
+    draft context beside the target (load_mtp, ctx_type MTP), and each agrees with its row, part by part."""
+    record = lb.fit("qwen3-5-35b-a3b", n_ctx=8192, vram="4GiB", type_k="f16", type_v="f16", n_seq=1, emulate=True,
+                    verify=True)
+    assert record.fit.spec_types == ("none", "draft-mtp")
+    assert len(record.verify.placements) == 2 and record.verify.ok
+    plain, mtp = (record.fit.recommended("4GiB", 8192, s) for s in record.fit.spec_types)
+    assert mtp.parts.kv - plain.parts.kv == 16 * 2**20  # the MTP context's layer at 8192 cells
+    assert mtp.parts.weights > plain.parts.weights  # the NextN layer loads only with draft-mtp

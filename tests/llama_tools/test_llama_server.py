@@ -32,11 +32,12 @@ def compute_close(predicted: int, allocated: int) -> bool:
     return abs(allocated - predicted) <= compute_tolerance(predicted)
 
 
-def started(path: str, n_ctx: int, **fit_options):
-    """Fit one placement, start its printed llama-server line on an emulated card; (row, card, host, run)."""
+def started(path: str, n_ctx: int, *, spec: str = "none", **fit_options):
+    """Fit one placement, start its printed llama-server line on an emulated card; (row, card, host, run).
+    `spec`: the row of that --spec-type (fit sizes draft-mtp beside none where the model has an MTP layer)."""
     # sized on an emulated card even on a GPU build: the judge below is llama-server on one
     record = lb.fit(path, n_ctx=n_ctx, vram="64GiB", type_k="f16", type_v="f16", emulate=True, **fit_options)
-    row = record.fit.rows[0]
+    row = next(r for r in record.fit.rows if r.settings.spec_type == spec)
     command = llama_server_command(record.fit, row)
     with rpc_server(TOOLS) as endpoint:
         run = run_printed_command(command, TOOLS, rpc=[endpoint], extra=("-nr",))  # -nr: this CPU's AMX faults
@@ -85,6 +86,34 @@ def test_qwen35_twin_at_128k_holds_four_sequences_of_recurrent_state():
     assert round(row.parts.kv / MIB, 2) == 2560.00 and round(row.parts.recurrent / MIB, 2) == 251.25
     assert_matches(row, card, host)
     assert row.host.checkpoints > 0  # recurrent: llama-server checkpoints each slot's state in RAM
+
+
+@needs_tools
+@pytest.mark.parametrize("n_ctx, n_seq", [(131072, None), (8192, 1)])
+def test_qwen35_twin_with_its_mtp_layer(n_ctx, n_seq):
+    """--spec-type draft-mtp on Qwen3.5-35B-A3B's twin: the MTP layer's weights, the MTP draft context (its KV and
+    compute, reserved again by llama-server for backend sampling: the last reservation stays) and the target's
+    rollback planes, every context's buffers summed, as llama-server allocates them."""
+    path = str(resolve("qwen3-5-35b-a3b").gguf_for_llama())
+    row, card, host, run = started(path, n_ctx, spec="draft-mtp", **({"n_seq": n_seq} if n_seq else {}))
+    assert "--spec-type draft-mtp" in " ".join(run.argv) and "creating MTP draft context" in run.log
+    # 1 + 3 rollback planes a sequence; the MTP layer's KV beside the 10 full-attention layers' (llama-server's log)
+    assert round(row.parts.recurrent / MIB, 2) == (1005.00 if n_seq is None else 251.25)
+    assert round(row.parts.kv / MIB, 2) == (2816.00 if n_ctx == 131072 else 176.00)
+    assert_matches(row, card, host)
+
+
+@needs_tools
+@pytest.mark.parametrize("ngl", [None, 2])
+def test_glm45_twin_with_its_nextn_layer(ngl):
+    """A GLM-4.5-Air-shaped twin (46 layers + 1 NextN): -ngl 2 puts the NextN layer (weights and the MTP
+    context's KV) and the output layer on the card, every trunk layer on the host."""
+    path = str(resolve("glm-4-5-air").gguf_for_llama())
+    row, card, host, _ = started(path, 8192, spec="draft-mtp", n_seq=1,
+                                 **({"n_gpu_layers": [ngl]} if ngl else {}))
+    assert_matches(row, card, host)
+    if ngl == 2:
+        assert round(card.kv / MIB, 2) == 32.00 and round(host.kv / MIB, 2) == 1472.00
 
 
 @needs_tools

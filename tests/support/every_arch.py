@@ -49,6 +49,9 @@ def _settings() -> tuple[Params, ...]:
 
 
 SETTINGS = _settings()
+# llama-server --spec-type draft-mtp on a model with NextN layers: the MTP draft context beside the target
+MTP_SETTINGS = Params(n_ctx=4096, n_threads=1, n_seq=4, kv_unified=True, n_rs_seq=3, spec_type="draft-mtp",
+                      type_k_draft="q8_0", type_v_draft="f16")
 # contexts llama.cpp refuses by its own rule for some architectures (src/llama-context.cpp): no cache to compare
 RULE_REFUSALS = (
     "quantized V cache requires flash_attn",  # an architecture that turns flash attention off (grok)
@@ -93,6 +96,18 @@ def metadata(arch: str) -> dict[str, GgufValue]:
     return out
 
 
+def has_mtp_layers(arch: str) -> bool:
+    """Whether the table's metadata of `arch` has NextN layers its main cache leaves to an MTP context."""
+    from llamabench.model.layout import geometry_from_metadata
+    from llamabench.model.metadata import ModelMetadata
+
+    keys = {k: v.value for k, v in metadata(arch).items()}
+    try:
+        return bool(geometry_from_metadata(ModelMetadata(source=arch, architecture=arch, keys=keys)).mtp_layers)
+    except Exception:  # noqa: BLE001 - a fixture llamabench refuses has no MTP case here
+        return False
+
+
 # the parent side ------------------------------------------------------------------------------------------------
 
 @dataclass
@@ -109,6 +124,8 @@ class ArchRun:
     refused: dict[int, str] = field(default_factory=dict)  # setting index -> llama.cpp's reason
     died: str | None = None  # how the child ended, where it did not end well
     decoded: str | None = None  # with decode: "ok", or why a real 4-token decode failed
+    mtp: Allocations | None = None  # MTP_SETTINGS, where the twin has NextN layers outside the main cache
+    mtp_refused: str | None = None  # why llama.cpp created no MTP context (an architecture without an MTP graph)
     seconds: float = 0.0
 
     @property
@@ -144,6 +161,10 @@ def _read(out: str, run: ArchRun) -> None:
             run.refused[step["i"]] = step["reason"]
         elif kind == "decoded":
             run.decoded = step["outcome"]
+        elif kind == "mtp":
+            run.mtp = serial.from_dict(Allocations, step["allocations"])
+        elif kind == "mtp_refused":
+            run.mtp_refused = step["reason"]
 
 
 def run(arch: str, folder: Path, keys: dict[str, GgufValue] | None = None,
@@ -204,6 +225,7 @@ def main() -> int:
                 _emit(step="refused", i=i, reason=str(exc))
                 continue
             _emit(step="dry", i=i, allocations=serial.to_dict(dry.allocations))
+    _mtp_pass(twin.path)
     if job.get("decode"):
         try:
             with Session(str(twin.path), Params(n_ctx=256, n_batch=256, n_ubatch=256, n_threads=1)) as session:
@@ -212,6 +234,24 @@ def main() -> int:
         except LlamabenchError as exc:
             _emit(step="decoded", outcome=str(exc))
     return 0
+
+
+def _mtp_pass(path: Path) -> None:
+    """Where the twin has NextN layers outside its main cache: load them (load_mtp) and create the MTP draft
+    context beside the target, as llama-server --spec-type draft-mtp does."""
+    from llamabench.core.errors import LlamabenchError
+    from llamabench.llama.engine import DryRunModel
+    from llamabench.model.layout import geometry_from_metadata, has_layout_rule
+    from llamabench.world import gguf_file
+
+    meta = gguf_file.read_metadata(path)
+    if not has_layout_rule(meta) or not geometry_from_metadata(meta).mtp_layers:
+        return
+    try:
+        with DryRunModel(str(path), Params(spec_type="draft-mtp")) as model:
+            _emit(step="mtp", allocations=serial.to_dict(model.context(MTP_SETTINGS).allocations))
+    except LlamabenchError as exc:
+        _emit(step="mtp_refused", reason=str(exc))
 
 
 if __name__ == "__main__":

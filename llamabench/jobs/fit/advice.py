@@ -55,7 +55,19 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
         cmd += f" --n-cpu-moe {p.value}"
     if len(p.split) > 1 and any(p.split):
         cmd += " -ts " + ",".join(map(str, p.split))
-    return " ".join([cmd, *result.server_args])
+    return " ".join([cmd, *spec_flags(s), *result.server_args])
+
+
+def spec_flags(s: Params) -> tuple[str, ...]:
+    """llama-server's speculative decoding flags the row was sized with (none: nothing to add)."""
+    if s.spec_type == "none":
+        return ()
+    flags = ("--spec-type", s.spec_type)
+    if s.spec_draft_n_max != Params.spec_draft_n_max and not s.spec_type.startswith("ngram-"):
+        flags += ("--spec-draft-n-max", str(s.spec_draft_n_max))
+    if s.spec_type == "draft-mtp" and (s.type_k_draft, s.type_v_draft) != ("f16", "f16"):
+        flags += ("-ctkd", s.type_k_draft, "-ctvd", s.type_v_draft)
+    return flags
 
 
 def run_line(result: FitResult, row: FitRow) -> str:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from ...core.errors import LlamabenchError, UsageError
 from ...core.units import GIB, MIB
 from ...llama import engine, rpc
+from ...memory import speculative
 from ...memory.runtimes import RuntimeConfig
 from ...model.architectures import no_rule_reason
 from ...model.layout import ModelGeometry, geometry_from_metadata, has_layout_rule, measured_geometry
@@ -55,7 +58,8 @@ def run_fit(request: FitRequest) -> FitAnswer:
                               runtime=request.runtime, ram=None if request.cpu_only else request.ram,
                               remote=request.dry_run_hosts, n_cards=request.n_cards,
                               tensor_split=request.tensor_split, local_offset=request.local_offset,
-                              emulate=request.emulate, quant=request.quant)
+                              emulate=request.emulate, quant=request.quant,
+                              spec_params=request.speculative, spec_given=request.spec_given)
     server_args = request.server_args + session_args(request, source, session)
     if any(p.kind is PlacementKind.N_CPU_MOE for p in request.placements) and not session.weights.has_experts():
         raise UsageError(f"{request.model} has no routed experts: --n-cpu-moe does not apply")
@@ -92,6 +96,62 @@ def fit_geometry(meta: ModelMetadata) -> ModelGeometry:
     geometry = geometry_from_metadata(meta)
     check_for_llama(meta, geometry)
     return geometry
+
+
+def spec_variants(geometry: ModelGeometry, meta: ModelMetadata, runtime: RuntimeConfig,
+                  given: str | None) -> tuple[str, ...]:
+    """The --spec-type choices sized side by side: none always; draft-mtp beside it where the model carries an MTP
+    layer (or it was asked for), or the asked ngram type. A choice this model or llamabench cannot size is a
+    UsageError."""
+    if not runtime.is_server or given == speculative.NONE:
+        return (speculative.NONE,)
+    if given is not None:
+        speculative.check(geometry, Params(spec_type=given), meta.source)
+    mtp_in_file = bool(geometry.mtp_layers) and bool(_mtp_tensors(meta, geometry))
+    if given == speculative.MTP and not mtp_in_file:
+        raise UsageError(f"{meta.source}: the file carries no tensors of its MTP layer "
+                         f"(blk.{geometry.mtp_layers[0].index}.*: converted without it): --spec-type draft-mtp "
+                         "cannot load it", hint="leave out --spec-type")
+    if given is None:
+        return (speculative.NONE, speculative.MTP) if mtp_in_file else (speculative.NONE,)
+    return (speculative.NONE, given)
+
+
+def _mtp_tensors(meta: ModelMetadata, geometry: ModelGeometry) -> set[str]:
+    """The file's tensors of the NextN layers the MTP context runs (loaded only with --spec-type draft-mtp)."""
+    prefixes = tuple(f"blk.{il}." for il in speculative.mtp_layer_indices(geometry))
+    return {t.name for t in meta.tensors if t.name.startswith(prefixes)} if prefixes else set()
+
+
+def loaded_tensors(meta: ModelMetadata, geometry: ModelGeometry, spec: str) -> tuple:
+    """The tensors llama-server loads with this --spec-type: the NextN layers' only with draft-mtp (TENSOR_SKIP
+    otherwise: src/models/qwen35moe.cpp:41, src/models/glm4-moe.cpp:38-40; common/common.cpp:1625 load_mtp)."""
+    skipped = set() if spec == speculative.MTP else _mtp_tensors(meta, geometry)
+    return tuple(t for t in meta.tensors if t.name not in skipped)
+
+
+def _share(file: "_WeightsFile", loaded: tuple) -> int | None:
+    """A published file size, the share of it these tensors hold (by element count): the whole file's tensors
+    carry it, and a --spec-type that skips some loads less."""
+    if file.scale is None:
+        return None
+    elements = {t.name: int(np.prod(t.shape, dtype=np.int64)) for t in file.meta.tensors}
+    every = sum(elements.values()) or 1
+    return round(file.scale * sum(elements[t.name] for t in loaded) / every)
+
+
+def spec_words(geometry: ModelGeometry, spec_types: tuple[str, ...], p: Params) -> str:
+    """What the speculative rows add, in words."""
+    kind = spec_types[-1]
+    if kind != speculative.MTP:
+        n_max = speculative.n_max(p.replace(spec_type=kind))
+        return f"--spec-type {kind} beside none: no device memory of its own; {n_max} draft tokens widen the outputs"
+    layers = ", ".join(str(i) for i in speculative.mtp_layer_indices(geometry))
+    return (f"--spec-type draft-mtp beside none: the MTP layer's weights (blk.{layers}, loaded only with it), a second "
+            f"context (the MTP draft context: layer {layers}'s KV at the same cells, {p.type_k_draft}/{p.type_v_draft} "
+            "(-ctkd/-ctvd), and its own compute buffers from the same dry run), the target's outputs for "
+            f"1 + {p.spec_draft_n_max} tokens a slot" + (f" and {p.spec_draft_n_max} recurrent rollback planes a "
+                                                           "sequence" if geometry.recurrent_layers else ""))
 
 
 @dataclass(frozen=True)
@@ -239,14 +299,18 @@ class FitSession:
              ram_mode: bool = False, runtime: RuntimeConfig = RuntimeConfig(),
              ram: Budget | None = None, remote: tuple[str, ...] = (), n_cards: int = 1,
              tensor_split: tuple[float, ...] = (), local_offset: int = 0, emulate: bool = False,
-             quant: str | None = None) -> "FitSession":
+             quant: str | None = None, spec_params: Params = Params(),
+             spec_given: str | None = None) -> "FitSession":
         devices = _devices(n_cards=n_cards, remote=remote, ram_mode=ram_mode, emulate=emulate)
         gpu_devices, gpu_build, emulate = devices.gpu_devices, devices.gpu_build, devices.emulate
         file = _weights_file(source, verify, quant)
         geometry = fit_geometry(file.meta)
         recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
-        weights = breakdown(file.meta.tensors, geometry.n_layer, recurrent, basis=file.basis,
-                            scale_to_bytes=file.scale)
+        spec_types = spec_variants(geometry, file.meta, runtime, spec_given)
+        weights_of = {kind: breakdown(loaded, geometry.n_layer, recurrent, basis=file.basis,
+                                      scale_to_bytes=_share(file, loaded))
+                      for kind in spec_types for loaded in [loaded_tensors(file.meta, geometry, kind)]}
+        weights = weights_of[spec_types[0]]
         basis = _basis(source, weights=_weights_words(file, weights, devices, ram_mode=ram_mode, remote=remote),
                        geometry=geometry, devices=devices, verify=verify, ram_mode=ram_mode, n_cards=n_cards,
                        reserve=reserve, runtime=runtime, ram=ram)
@@ -271,6 +335,9 @@ class FitSession:
                       flash_attn=flash_attn, n_ubatch=n_ubatch, reserve=reserve, notes=notes, runtime=runtime,
                       ram=ram)
         session.ram_mode = ram_mode
+        session.spec_types, session.weights_of, session.spec_params = spec_types, weights_of, spec_params
+        if len(spec_types) > 1:
+            session.basis["speculative"] = spec_words(geometry, spec_types, spec_params)
         session.emulate = emulate
         session.gpu_devices = gpu_devices[local_offset:]  # -sm none -mg N: from the chosen card on
         session.tensor_split = tensor_split
@@ -278,6 +345,9 @@ class FitSession:
         return session
 
     tensor_split: tuple[float, ...] = ()  # -ts given
+    spec_types: tuple[str, ...] = (speculative.NONE,)  # sized side by side: none, and draft-mtp where it applies
+    weights_of: dict[str, WeightsBreakdown] = {}  # the weights llama-server loads with each (MTP: the NextN layers)
+    spec_params: Params = Params()  # --spec-draft-n-max, -ctkd, -ctvd
     emulate = False  # the cards are emulated (RPC servers of this machine's CPU)
     gpu_devices: tuple[str, ...] = ()  # a GPU build's devices, in order
     remote: tuple[str, ...] = ()  # --rpc hosts
@@ -294,35 +364,38 @@ class FitSession:
 
     def evaluate(self, budgets: list[Budget], contexts: list[int], pairs: list[tuple[str, str]],
                  placements: list[Placement] | None = None, *, server_args: tuple[str, ...] = ()) -> FitResult:
-        fitter = self.fitter()
+        fitters = {spec: self.fitter(spec) for spec in self.spec_types}
+        fitter = fitters[self.spec_types[0]]
         n_ctx_train = self.geometry.n_ctx_train
         for n_ctx in contexts:
             if n_ctx > n_ctx_train:
                 self.notes.append(f"n_ctx {n_ctx:,} is beyond the trained context {n_ctx_train:,}: llama.cpp allows it "
                                   "but quality past the trained length is not assured")
         rows = []
+        cells = [(budget, n_ctx, pair, spec) for budget in budgets for n_ctx in contexts for pair in pairs
+                 for spec in self.spec_types]
         try:
-            for budget in budgets:
-                for n_ctx in contexts:
-                    for type_k, type_v in pairs:
-                        settings = self.runtime.context(Params(n_ctx=n_ctx, type_k=type_k, type_v=type_v,
-                                                               flash_attn=self.flash_attn, n_ubatch=self.n_ubatch))
-                        try:
-                            found = fitter.rows(budget, settings, placements)
-                        except LlamabenchError as exc:
-                            self.notes.append(f"{type_k}/{type_v}: {exc}")
-                            continue
-                        rows += found
-                        if budget.multi and (type_k, type_v) == pairs[0] and not placements:
-                            self.one_card_note(fitter, budget, settings, found)
+            for budget, n_ctx, (type_k, type_v), spec in cells:
+                settings = self.runtime.context(self.spec_params.replace(
+                    n_ctx=n_ctx, type_k=type_k, type_v=type_v, flash_attn=self.flash_attn, n_ubatch=self.n_ubatch,
+                    spec_type=spec))
+                try:
+                    found = fitters[spec].rows(budget, settings, placements)
+                except LlamabenchError as exc:
+                    self.notes.append(f"{type_k}/{type_v}{'' if spec == speculative.NONE else ', ' + spec}: {exc}")
+                    continue
+                rows += found
+                if budget.multi and (type_k, type_v) == pairs[0] and spec == speculative.NONE and not placements:
+                    self.one_card_note(fitter, budget, settings, found)
         finally:
             self.probe.close()
         if not rows:
             raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
         self.backend_weights_note(fitter, rows[0])
-        if fitter.refused:
-            n = min(fitter.refused)
-            self.notes.append(f"llama.cpp could not create n_ctx {n:,} on these devices ({fitter.refused[n]}); the "
+        refused = {n: why for f in fitters.values() for n, why in f.refused.items()}
+        if refused:
+            n = min(refused)
+            self.notes.append(f"llama.cpp could not create n_ctx {n:,} on these devices ({refused[n]}); the "
                               "max n_ctx search counts such contexts as not fitting")
         if self.runtime.is_server and self.runtime.cache_ram_mib < 0:
             self.notes.append("--cache-ram -1: the prompt cache has no size limit, only a limit of n_ctx tokens; the "
@@ -386,8 +459,9 @@ class FitSession:
                                                           else "splitting buys no context, and ") + speed
                           + f" (one card: -ngl 99 -sm none -mg {i})")
 
-    def fitter(self) -> Fitter:
-        return Fitter(self.geometry, self.weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
+    def fitter(self, spec: str = speculative.NONE) -> Fitter:
+        weights = self.weights_of.get(spec, self.weights)
+        return Fitter(self.geometry, weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
                       ram_mode=self.ram_mode, projector=self.projector_bytes,
                       host_projector=self.host_projector_bytes, runtime=self.runtime, ram=self.ram,
                       tensor_split=self.tensor_split)

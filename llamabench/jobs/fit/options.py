@@ -14,14 +14,14 @@ from ...core.errors import UsageError
 from ...llama import rpc as rpc_backend
 from ...memory.runtimes import RuntimeConfig, parse_runtime
 from ...settings.budget import Budget, Card
-from ...settings.params import SCHEMA
+from ...settings.params import SCHEMA, Params
 from ...settings.sweep import MAX_FIT_CELLS, check_plan_size, parse_value
 from ...world import catalog
 from ..arguments import call_values
 from .search import Placement, PlacementKind
 
 FIT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_ubatch", "n_gpu_layers", "n_cpu_moe", "tensor_split",
-              "split_mode", "main_gpu")
+              "split_mode", "main_gpu", "spec_type", "spec_draft_n_max", "type_k_draft", "type_v_draft")
 FIT_LISTS = ("n_ctx", "type_k", "type_v", "n_gpu_layers", "n_cpu_moe")
 FIT_DEFAULTS = {"type_k": ("f16", "q8_0", "q4_0"), "type_v": ("f16", "q8_0", "q4_0")}
 
@@ -53,6 +53,10 @@ class FitRequest:
     mmproj: str | None = None
     no_mmproj_offload: bool = False
     quant: str | None = None  # a catalog model's published quant whose file size the weights take
+    # speculative decoding (llama-server): the --spec-type asked for (None: none, and draft-mtp beside it where the
+    # model carries an MTP layer), its draft tokens and the draft context's cache types; spec_type is left "none"
+    speculative: Params = Params()
+    spec_given: str | None = None
 
     @property
     def n_cards(self) -> int:
@@ -91,6 +95,9 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
     pairs = cache_pairs(values["type_k"], values["type_v"])
     placements = _placements(values, params)
     _check_runtime(config, placements, cache_ram is not None or ctx_checkpoints is not None)
+    if not config.is_server and "spec_type" in params and values["spec_type"] != "none":
+        raise UsageError(f"--spec-type {values['spec_type']} is llama-server's: Llama() decodes without a draft",
+                         hint="use --runtime llama-server, or leave out --spec-type")
     rpc_hosts = _check_devices(cpu_only, emulate, placements, rpc, budgets, config)
     budgets = with_remote_hosts(budgets, rpc_hosts)
     _check_device_lists(budgets, values["tensor_split"], reserve_bytes, rpc_hosts)
@@ -106,7 +113,10 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                       tuple(budgets), tuple(contexts), tuple(pairs), tuple(placements),
                       values["flash_attn"], values["n_ubatch"], ram=ram_budget, runtime=config, cpu_only=cpu_only,
                       emulate=emulate, verify=verify, rpc_hosts=rpc_hosts, server_args=server_args, mmproj=mmproj,
-                      no_mmproj_offload=no_mmproj_offload, quant=None if remote else quant, **split)
+                      no_mmproj_offload=no_mmproj_offload, quant=None if remote else quant,
+                      speculative=Params(spec_draft_n_max=values["spec_draft_n_max"],
+                                         type_k_draft=values["type_k_draft"], type_v_draft=values["type_v_draft"]),
+                      spec_given=values["spec_type"] if "spec_type" in params else None, **split)
 
 
 def _placements(values: dict[str, Any], params: dict[str, Any]) -> list[Placement]:

@@ -17,6 +17,7 @@ from ...llama.engine import NO_DEVICE
 from ...llama.rpc import emulated_card
 from ...llama.worker import DryRunChild
 from ...memory.allocations import HOST, Allocations
+from ...memory.speculative import MTP
 from ...settings.params import Params
 from .dry_run_cache import DryRunCache
 from .search import ComputeSplit
@@ -90,7 +91,8 @@ class ComputeProbe:
     def placement_of(settings: Params) -> Params:
         """The model parameters of a dry run: the placement alone (the context varies per call)."""
         return Params(n_gpu_layers=settings.n_gpu_layers, n_cpu_moe=settings.n_cpu_moe, repack=False,
-                      tensor_split=settings.tensor_split, split_mode=settings.split_mode, main_gpu=settings.main_gpu)
+                      tensor_split=settings.tensor_split, split_mode=settings.split_mode, main_gpu=settings.main_gpu,
+                      spec_type=settings.spec_type if settings.spec_type == MTP else "none")  # load_mtp
 
     def devices(self, n_devices: int) -> tuple[str, ...]:
         """The first n_devices devices (endpoints or device names); () : the build's default selection."""

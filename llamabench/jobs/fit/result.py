@@ -29,8 +29,15 @@ class FitResult:
     ram: Budget | None = None  # --ram: the system RAM the host part was checked against
     machine_ram: int = 0  # the RAM of the machine the fit ran on (psutil), for a warning without --ram; 0: unknown
 
-    def rows_for(self, label: str, n_ctx: int) -> list[FitRow]:
-        return [r for r in self.rows if r.budget_label == label and r.settings.n_ctx == n_ctx]
+    @property
+    def spec_types(self) -> tuple[str, ...]:
+        """The --spec-type choices sized side by side, in order ("none" first)."""
+        return tuple(dict.fromkeys(r.settings.spec_type for r in self.rows)) or ("none",)
 
-    def recommended(self, label: str, n_ctx: int) -> FitRow | None:
-        return recommend(self.rows_for(label, n_ctx))
+    def rows_for(self, label: str, n_ctx: int, spec_type: str = "none") -> list[FitRow]:
+        """The rows of one budget and context, for one --spec-type (default: without speculative decoding)."""
+        return [r for r in self.rows if r.budget_label == label and r.settings.n_ctx == n_ctx
+                and r.settings.spec_type == spec_type]
+
+    def recommended(self, label: str, n_ctx: int, spec_type: str = "none") -> FitRow | None:
+        return recommend(self.rows_for(label, n_ctx, spec_type))

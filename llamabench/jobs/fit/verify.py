@@ -98,12 +98,15 @@ class FitVerification:
 
 
 def rows_to_verify(result: FitResult, given: bool) -> list[FitRow]:
-    label = result.budgets[0].label
-    rows = result.rows_for(label, result.contexts[0])
-    if given:  # the placements asked for, with the first cache types asked for
-        return [r for r in rows if r.settings == rows[0].settings]
-    best = recommend(rows)
-    return [best] if best else []
+    """The recommended row of each --spec-type sized (or the placements asked for, first cache types)."""
+    label, out = result.budgets[0].label, []
+    for spec in result.spec_types:
+        rows = result.rows_for(label, result.contexts[0], spec)
+        if given and rows:
+            out += [r for r in rows if r.settings == rows[0].settings]
+        elif not given and (best := recommend(rows)):
+            out.append(best)
+    return out
 
 
 def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerification:
@@ -132,7 +135,9 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
     outcome = run_job(CreateJob(session.verify_path, params, devices),
                       lambda e: allocs.append(e) if isinstance(e, Alloc) else None)
     what = (f"n_ctx {row.settings.n_ctx}, {row.settings.type_k}/{row.settings.type_v} KV, "
-            f"{describe_placement(p, result.n_layer_all)}")
+            f"{describe_placement(p, result.n_layer_all)}"
+            + ("" if row.settings.spec_type == "none" else f", --spec-type {row.settings.spec_type} (its draft "
+               "context created beside)"))
     where = ("system RAM (--cpu-only)" if session.ram_mode else "the GPU" if not devices
              else f"{n_devices} devices ({', '.join(devices)})" if n_devices > 1
              else f"the GPU {devices[0]}" if not is_endpoint(devices[0])

@@ -16,7 +16,7 @@ from ..arguments import call_values
 from ..source import ModelSource, resolve
 
 INSPECT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_seq", "kv_unified", "swa_full", "n_batch",
-                  "n_ubatch", "n_rs_seq")
+                  "n_ubatch", "n_rs_seq", "spec_type", "spec_draft_n_max", "type_k_draft", "type_v_draft")
 
 
 @dataclass(frozen=True)
@@ -33,4 +33,4 @@ def inspect_model(model: str, params: dict[str, Any]) -> Inspected:
     p = params_from(values)
     result = inspect_metadata(source.metadata, p, source.entry)
     top = max(result.geometry.n_ctx_train, result.footprint.shape.n_ctx)
-    return Inspected(source, result, kv_curve(result.geometry, p, top))
+    return Inspected(source, result, kv_curve(result.geometry, result.footprint.params, top))

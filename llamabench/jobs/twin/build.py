@@ -136,7 +136,7 @@ def write_twin(
     (generic.py). `require_layout` off: a twin even of an architecture llamabench has no layout rule for."""
     start = time.perf_counter()
     family = family_for(meta.architecture)
-    if family is None:
+    if family is None or geometry_from_metadata(meta).mtp_layers:  # the families write no NextN (MTP) layer
         return _generic_twin(meta, out_path, progress, require_layout)
     source_geometry = geometry_from_metadata(meta)  # validates the source and names bad keys
     keys = twin_keys(meta, family)

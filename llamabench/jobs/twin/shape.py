@@ -58,7 +58,7 @@ def vocab_size(meta: ModelMetadata) -> int:
 def write_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike) -> Path:
     family = family_for(meta.architecture)
     n_vocab = vocab_size(meta)
-    if family is None:  # no hand-written family: llama.cpp's own tensor list, at every real size
+    if family is None or geometry_from_metadata(meta).mtp_layers:  # llama.cpp's own tensor list, every real size
         return write_generic_shape_twin(meta, out_path, n_vocab).path
     keys = shape_keys(meta, family)
     twin_meta = ModelMetadata(source=str(out_path), architecture=meta.architecture, keys=keys)

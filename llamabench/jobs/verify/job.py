@@ -50,7 +50,7 @@ def verify_model(model: str, params: dict[str, Any]) -> Verified:
     result = inspect_metadata(source.metadata, p, source.entry)  # validates the parameters before llama.cpp runs
     fp = result.footprint
     path = source.gguf_for_llama()
-    sized = p.replace(n_ctx=fp.shape.n_ctx)
+    sized = fp.params.replace(n_ctx=fp.shape.n_ctx)  # with the rollback planes a --spec-type adds
     dry = dry_runs(str(path), [sized])[0]
     return Verified(source, result.geometry.architecture, str(path), sized, fp, dry.allocations,
                     compare(fp, dry.allocations), result.context_warning)
@@ -66,7 +66,7 @@ def exactness_matrix(model: str) -> MatrixResult:
                                       hint="verify without --matrix shows llama.cpp's own sizes")
     path = str(source.gguf_for_llama())
     geometry = source.llama_geometry()
-    cells = matrix_params(geometry.has_swa)
+    cells = matrix_params(geometry.has_swa, bool(geometry.mtp_layers))
     out = []
     for p, dry in zip(cells, dry_runs(path, cells)):
         checks = compare(compute_footprint(geometry, p), dry.allocations)

@@ -1,0 +1,86 @@
+"""Speculative decoding in llama-server: what each --spec-type adds to what the target context allocates.
+
+Pure: the model's layout and the target context's `Params` in; the MTP draft context's parameters and cache,
+the target's larger output limits and its rollback planes out. References (the llama.cpp vendored in
+llama-cpp-python 0.3.36):
+- `--spec-type draft-mtp` loads the model's NextN (MTP) layers, skipped otherwise (`common/common.cpp:1625`
+  `mparams.load_mtp`; TENSOR_SKIP in e.g. `src/models/qwen35moe.cpp:41`, `src/models/glm4-moe.cpp:38-40`), and
+  creates a second context on the same model, `ctx_type` MTP (`common/speculative.cpp:2514-2580`): n_ctx the
+  target's (2530; this llama.cpp has no -cd), the target's slots, unified stream, batches and flash attention,
+  K/V of `-ctkd/-ctvd` (default f16, whatever -ctk says: 2478-2479), n_outputs_max = slots, one output a
+  sequence (2480-2481), n_rs_seq 0 (2534). Its cache holds the NextN layers only, each on its layer's device
+  (`src/llama-model.cpp:2661-2667, 2792-2804`; `src/llama-kv-cache.cpp:217`).
+- The target's outputs: `server_output_limits` (`tools/server/server-context.cpp:41-54`) with
+  `common_speculative_get_output_limits` (`common/speculative.cpp:2585-2594`): per sequence 1 + n_max, all of
+  them slots x that, each at most n_batch; n_max = --spec-draft-n-max for the draft types, the ngram types'
+  own (`common_speculative_n_max`, 2315-2349).
+- Rollback: `need_n_rs_seq` (`common/common.h:396-402`) gives the target n_rs_seq = n_max for draft-mtp,
+  eagle3, dflash and dspark; llama.cpp keeps it only for the architectures of `llm_arch_supports_rs_rollback`
+  (`src/llama-context.cpp:105-110`), where each sequence's recurrent state gets 1 + n_rs_seq planes
+  (`src/llama-memory-recurrent.cpp:101-103`; memory.footprint applies it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..core.errors import UsageError
+from ..model.layout import LayerKind, ModelGeometry
+from ..settings.params import Params
+
+NONE = "none"
+MTP = "draft-mtp"
+ROLLBACK_TYPES = frozenset({"draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark"})  # need_n_rs_seq
+# common_speculative_n_max (common/speculative.cpp:2315-2349): the ngram types' draft lengths (common/common.h)
+NGRAM_N_MAX = {"ngram-simple": 48, "ngram-map-k": 48, "ngram-map-k4v": 48, "ngram-mod": 64, "ngram-cache": 8}
+# a draft model of its own (-md) or a draft head beside the target: not sized yet, refused in one line
+NEEDS_DRAFT_MODEL = frozenset({"draft-simple", "draft-eagle3", "draft-dflash", "draft-dspark"})
+
+
+def n_max(params: Params) -> int:
+    """Tokens drafted per step for this --spec-type (0 without speculative decoding)."""
+    if params.spec_type == NONE:
+        return 0
+    return NGRAM_N_MAX.get(params.spec_type, params.spec_draft_n_max)
+
+
+def check(geometry: ModelGeometry, params: Params, where: str = "") -> None:
+    """A clear UsageError for a --spec-type this model cannot run, or llamabench cannot size."""
+    kind = params.spec_type
+    if kind in NEEDS_DRAFT_MODEL:
+        raise UsageError(f"--spec-type {kind} runs a draft model beside the target: not sized by llamabench yet",
+                         hint="size the target alone (--spec-type none), or its MTP layer (--spec-type draft-mtp)")
+    if kind == MTP and not geometry.mtp_layers:
+        what = (f"{where}: " if where else "") + f"{geometry.architecture}"
+        raise UsageError(f"{what} has no MTP (NextN) layer outside its main cache "
+                         f"({geometry.architecture}.nextn_predict_layers is {geometry.n_layer_nextn}): "
+                         "--spec-type draft-mtp does not apply", hint="leave out --spec-type, or use an ngram-* type")
+
+
+def has_mtp(geometry: ModelGeometry) -> bool:
+    return bool(geometry.mtp_layers)
+
+
+def target_context(params: Params, *, slots: int) -> Params:
+    """The target context llama-server creates with this --spec-type: its output limits and rollback planes."""
+    per_seq = 1 + n_max(params)
+    return params.replace(n_outputs_max=min(params.n_batch, slots * per_seq),
+                          n_outputs_max_per_seq=min(params.n_batch, per_seq),
+                          n_rs_seq=params.spec_draft_n_max if params.spec_type in ROLLBACK_TYPES else 0)
+
+
+def mtp_context(target: Params) -> Params:
+    """The MTP draft context beside `target` (the target's context parameters as llama-server creates them)."""
+    return target.replace(type_k=target.type_k_draft, type_v=target.type_v_draft, n_rs_seq=0,
+                          n_outputs_max=min(target.n_batch, target.n_seq), n_outputs_max_per_seq=1,
+                          spec_type=NONE)
+
+
+def mtp_geometry(geometry: ModelGeometry) -> ModelGeometry:
+    """The MTP context's cache as a layout of its own: the NextN layers, plain attention, no recurrent state."""
+    return replace(geometry, layers=geometry.mtp_layers, recurrent_r_width=0, recurrent_s_width=0,
+                   index_v_width_max=0, mtp_layers=())
+
+
+def mtp_layer_indices(geometry: ModelGeometry) -> tuple[int, ...]:
+    return tuple(layer.index for layer in geometry.mtp_layers if layer.kind is not LayerKind.NONE)
