@@ -59,7 +59,8 @@ def _create(job: CreateJob):
     devices_before = tuple(engine.device_memory())
     start = time.perf_counter()
     try:
-        session = Session(job.path, job.params, rpc=job.rpc, threadpool=isinstance(job, BenchJob))
+        draft = (job.draft_path, job.draft_params) if getattr(job, "draft_path", None) else None
+        session = Session(job.path, job.params, rpc=job.rpc, threadpool=isinstance(job, BenchJob), draft=draft)
     except LlamabenchError as exc:
         emit(Failed(str(exc)))
         return None

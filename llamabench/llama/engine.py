@@ -413,12 +413,14 @@ class DryRunModel(_Closing):
 class Session(_Closing):
     """A real model and context (weights loaded, KV allocated), for timed decoding in this process."""
 
-    def __init__(self, path: str, settings: Params, *, rpc=None, threadpool: bool = False):
+    def __init__(self, path: str, settings: Params, *, rpc=None, threadpool: bool = False,
+                 draft: tuple[str, Params] | None = None):
         lc = _llama()
         self._lc = lc
         self.settings = settings
         self._model = None
         self._ctx = None
+        self._draft_model = self._draft_ctx = None
         with captured_log() as lines:
             params, _keep = _model_params(settings, no_alloc=False, rpc=rpc)
             self._model = lc.llama_model_load_from_file(os.fsencode(path), params)
@@ -432,6 +434,8 @@ class Session(_Closing):
                 raise EngineError(f"llama.cpp could not create the context: {reason}")
             try:
                 self._mtp = _mtp_context(lc, self._model, self._ctx, settings)  # created as llama-server does
+                if draft is not None:
+                    self._load_draft(*draft, rpc=rpc)
             except EngineError as exc:
                 self.close()
                 raise EngineError(f"{exc}: {_reason(lines, 'no reason logged')}") from None
@@ -529,7 +533,24 @@ class Session(_Closing):
         self._lc.llama_memory_clear(self._lc.llama_get_memory(self._ctx), True)
         self.position = 0
 
+    def _load_draft(self, path: str, params: Params, *, rpc=None) -> None:
+        """llama-server's draft model (-md) and its context, on the same devices (common/speculative.cpp:2538-2556)."""
+        lc = self._lc
+        model_params, _keep = _model_params(params, no_alloc=False, rpc=rpc)
+        self._draft_model = lc.llama_model_load_from_file(os.fsencode(path), model_params)
+        if not self._draft_model:
+            raise EngineError(f"llama.cpp could not load the draft model {path}")
+        self._draft_ctx = lc.llama_init_from_model(self._draft_model, _context_params(params))
+        if not self._draft_ctx:
+            raise EngineError("llama.cpp could not create the draft model's context")
+
     def close(self) -> None:
+        if getattr(self, "_draft_ctx", None):
+            self._lc.llama_free(self._draft_ctx)
+            self._draft_ctx = None
+        if getattr(self, "_draft_model", None):
+            self._lc.llama_model_free(self._draft_model)
+            self._draft_model = None
         if getattr(self, "_mtp", None):
             self._lc.llama_free(self._mtp)
             self._mtp = None

@@ -52,6 +52,9 @@ class CreateJob(_Job):
     path: str
     params: Params
     rpc: tuple[str, ...] | None = None  # the devices: RPC endpoints (HOST:PORT) and ggml names, in order; ["none"]
+    # llama-server's draft model (--spec-type draft-simple), loaded and given its context beside, on the same devices
+    draft_path: str | None = None
+    draft_params: Params | None = None
     kind: ClassVar[str] = "create"
 
     def __post_init__(self) -> None:

@@ -33,8 +33,9 @@ MTP = "draft-mtp"
 ROLLBACK_TYPES = frozenset({"draft-mtp", "draft-eagle3", "draft-dflash", "draft-dspark"})  # need_n_rs_seq
 # common_speculative_n_max (common/speculative.cpp:2315-2349): the ngram types' draft lengths (common/common.h)
 NGRAM_N_MAX = {"ngram-simple": 48, "ngram-map-k": 48, "ngram-map-k4v": 48, "ngram-mod": 64, "ngram-cache": 8}
-# a draft model of its own (-md) or a draft head beside the target: not sized yet, refused in one line
-NEEDS_DRAFT_MODEL = frozenset({"draft-simple", "draft-eagle3", "draft-dflash", "draft-dspark"})
+SIMPLE = "draft-simple"  # a draft model of its own (-md), its context beside the target's
+# draft heads run against the target context (eagle3, dflash, dspark): not sized yet, refused in one line
+DRAFT_HEADS = frozenset({"draft-eagle3", "draft-dflash", "draft-dspark"})
 
 
 def n_max(params: Params) -> int:
@@ -44,12 +45,19 @@ def n_max(params: Params) -> int:
     return NGRAM_N_MAX.get(params.spec_type, params.spec_draft_n_max)
 
 
-def check(geometry: ModelGeometry, params: Params, where: str = "") -> None:
+def check(geometry: ModelGeometry, params: Params, where: str = "", *, draft_model: bool = False) -> None:
     """A clear UsageError for a --spec-type this model cannot run, or llamabench cannot size."""
     kind = params.spec_type
-    if kind in NEEDS_DRAFT_MODEL:
-        raise UsageError(f"--spec-type {kind} runs a draft model beside the target: not sized by llamabench yet",
-                         hint="size the target alone (--spec-type none), or its MTP layer (--spec-type draft-mtp)")
+    if kind in DRAFT_HEADS:
+        raise UsageError(f"--spec-type {kind} runs a draft head against the target's context: not sized by "
+                         "llamabench yet", hint="size the target alone (--spec-type none), its MTP layer "
+                         "(--spec-type draft-mtp), or a draft model (-md DRAFT.gguf)")
+    if kind == SIMPLE and not draft_model:
+        raise UsageError("--spec-type draft-simple needs the draft model: -md DRAFT.gguf",
+                         hint="or --spec-type draft-mtp for the model's own MTP layer")
+    if draft_model and kind not in (SIMPLE, NONE):
+        raise UsageError(f"-md with --spec-type {kind}: the draft model runs with draft-simple",
+                         hint="leave out --spec-type, or -md")
     if kind == MTP and not geometry.mtp_layers:
         what = (f"{where}: " if where else "") + f"{geometry.architecture}"
         raise UsageError(f"{what} has no MTP (NextN) layer outside its main cache "
@@ -69,11 +77,16 @@ def target_context(params: Params, *, slots: int) -> Params:
                           n_rs_seq=params.spec_draft_n_max if params.spec_type in ROLLBACK_TYPES else 0)
 
 
-def mtp_context(target: Params) -> Params:
-    """The MTP draft context beside `target` (the target's context parameters as llama-server creates them)."""
+def draft_context(target: Params) -> Params:
+    """The draft context beside `target` (the target's context parameters as llama-server creates them): the MTP
+    context on the target's model, or the draft model's own (-md): the same parameters for both
+    (common_base_params_to_speculative, common/speculative.cpp:2446-2500; its n_ctx the target's, 2530)."""
     return target.replace(type_k=target.type_k_draft, type_v=target.type_v_draft, n_rs_seq=0,
                           n_outputs_max=min(target.n_batch, target.n_seq), n_outputs_max_per_seq=1,
                           spec_type=NONE)
+
+
+mtp_context = draft_context
 
 
 def mtp_geometry(geometry: ModelGeometry) -> ModelGeometry:

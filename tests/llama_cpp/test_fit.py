@@ -109,3 +109,28 @@ def test_fit_verify_creates_the_mtp_context_beside():
     plain, mtp = (record.fit.recommended("4GiB", 8192, s) for s in record.fit.spec_types)
     assert mtp.parts.kv - plain.parts.kv == 16 * 2**20  # the MTP context's layer at 8192 cells
     assert mtp.parts.weights > plain.parts.weights  # the NextN layer loads only with draft-mtp
+
+
+def test_fit_with_a_draft_model_sizes_it_beside_and_verify_creates_it(qwen):
+    """-md: a real GGUF drafting for itself, -ngld 10 of its 25 layers on the card: the draft's weights and cache
+    split as its own placement says, its context re-sized at each n_ctx of the search; --verify loads the draft and
+    creates its context beside the target's, and each device agrees."""
+    record = lb.fit(str(qwen), n_ctx=8192, vram="2GiB", type_k="f16", type_v="f16", n_seq=1, emulate=True,
+                    model_draft=str(qwen), n_gpu_layers_draft=10, verify=True)
+    plain, draft = (record.fit.recommended("2GiB", 8192, s) for s in ("none", "draft-simple"))
+    assert draft.parts.weights > plain.parts.weights and draft.host.weights > plain.host.weights
+    assert draft.parts.kv - plain.parts.kv == 9 * 4 * 2**20 and draft.host.kv == 15 * 4 * 2**20  # 4 MiB a layer
+    assert draft.parts.total > plain.parts.total and draft.parts.compute > plain.parts.compute
+    assert "-md " in llama_server_command(record.fit, draft) and "-ngld 10" in llama_server_command(record.fit, draft)
+    assert record.verify.ok and len(record.verify.placements) == 2
+
+
+@pytest.mark.parametrize("options, says", [
+    ({"spec_type": "draft-simple"}, "needs the draft model"),
+    ({"model_draft": "x.gguf", "runtime": "llama-cpp-python"}, "-md is llama-server's"),
+    ({"model_draft": "x.gguf", "vram": "8GiB+8GiB"}, "-md with several cards"),
+])
+def test_a_draft_that_cannot_be_sized_is_one_line(qwen, options, says):
+    options = {"vram": "2GiB", **options}
+    with pytest.raises(lb.LlamabenchError, match=says):
+        lb.fit(str(qwen), n_ctx=8192, **options)

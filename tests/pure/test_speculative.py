@@ -65,13 +65,14 @@ def test_the_mtp_layers_kv_sits_on_its_own_layer():
     assert sum(kv for kv, _ in layers.values()) == compute_footprint(g, p).kv_bytes + 17 * MIB
 
 
-@pytest.mark.parametrize("spec, says", [
-    ("draft-simple", "runs a draft model beside the target"),
-    ("draft-eagle3", "runs a draft model beside the target"),
+@pytest.mark.parametrize("spec, draft, says", [
+    ("draft-simple", False, "needs the draft model: -md DRAFT.gguf"),
+    ("draft-eagle3", False, "runs a draft head against the target's context: not sized"),
+    ("draft-mtp", True, "-md with --spec-type draft-mtp"),
 ])
-def test_a_draft_model_type_is_refused_in_one_line(spec, says):
+def test_what_cannot_be_sized_is_refused_in_one_line(spec, draft, says):
     with pytest.raises(UsageError, match=says):
-        speculative.check(geometry("qwen3-5-35b-a3b"), Params(spec_type=spec))
+        speculative.check(geometry("qwen3-5-35b-a3b"), Params(spec_type=spec), draft_model=draft)
 
 
 def test_draft_mtp_on_a_model_without_an_mtp_layer_is_refused():

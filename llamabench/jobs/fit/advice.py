@@ -55,7 +55,8 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
         cmd += f" --n-cpu-moe {p.value}"
     if len(p.split) > 1 and any(p.split):
         cmd += " -ts " + ",".join(map(str, p.split))
-    return " ".join([cmd, *spec_flags(s), *result.server_args])
+    draft = ("-md", result.draft_hint) if s.spec_type == "draft-simple" and result.draft_hint else ()
+    return " ".join([cmd, *draft, *spec_flags(s), *result.server_args])
 
 
 def spec_flags(s: Params) -> tuple[str, ...]:
@@ -65,7 +66,7 @@ def spec_flags(s: Params) -> tuple[str, ...]:
     flags = ("--spec-type", s.spec_type)
     if s.spec_draft_n_max != Params.spec_draft_n_max and not s.spec_type.startswith("ngram-"):
         flags += ("--spec-draft-n-max", str(s.spec_draft_n_max))
-    if s.spec_type == "draft-mtp" and (s.type_k_draft, s.type_v_draft) != ("f16", "f16"):
+    if s.spec_type in ("draft-mtp", "draft-simple") and (s.type_k_draft, s.type_v_draft) != ("f16", "f16"):
         flags += ("-ctkd", s.type_k_draft, "-ctvd", s.type_v_draft)
     return flags
 

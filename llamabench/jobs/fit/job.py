@@ -59,7 +59,10 @@ def run_fit(request: FitRequest) -> FitAnswer:
                               remote=request.dry_run_hosts, n_cards=request.n_cards,
                               tensor_split=request.tensor_split, local_offset=request.local_offset,
                               emulate=request.emulate, quant=request.quant,
-                              spec_params=request.speculative, spec_given=request.spec_given)
+                              spec_params=request.speculative, spec_given=request.spec_given,
+                              draft=request.draft is not None)
+    if request.draft is not None:
+        session.add_draft(request.draft, request.draft_ngl)
     server_args = request.server_args + session_args(request, source, session)
     if any(p.kind is PlacementKind.N_CPU_MOE for p in request.placements) and not session.weights.has_experts():
         raise UsageError(f"{request.model} has no routed experts: --n-cpu-moe does not apply")
@@ -99,14 +102,14 @@ def fit_geometry(meta: ModelMetadata) -> ModelGeometry:
 
 
 def spec_variants(geometry: ModelGeometry, meta: ModelMetadata, runtime: RuntimeConfig,
-                  given: str | None) -> tuple[str, ...]:
+                  given: str | None, *, draft_model: bool = False) -> tuple[str, ...]:
     """The --spec-type choices sized side by side: none always; draft-mtp beside it where the model carries an MTP
     layer (or it was asked for), or the asked ngram type. A choice this model or llamabench cannot size is a
     UsageError."""
     if not runtime.is_server or given == speculative.NONE:
         return (speculative.NONE,)
     if given is not None:
-        speculative.check(geometry, Params(spec_type=given), meta.source)
+        speculative.check(geometry, Params(spec_type=given), meta.source, draft_model=draft_model)
     mtp_in_file = bool(geometry.mtp_layers) and bool(_mtp_tensors(meta, geometry))
     if given == speculative.MTP and not mtp_in_file:
         raise UsageError(f"{meta.source}: the file carries no tensors of its MTP layer "
@@ -143,6 +146,9 @@ def _share(file: "_WeightsFile", loaded: tuple) -> int | None:
 def spec_words(geometry: ModelGeometry, spec_types: tuple[str, ...], p: Params) -> str:
     """What the speculative rows add, in words."""
     kind = spec_types[-1]
+    if kind == speculative.SIMPLE:
+        return (f"--spec-type draft-simple beside none: the draft model (-md) and its context (below), the target's "
+                f"outputs for 1 + {p.spec_draft_n_max} tokens a slot")
     if kind != speculative.MTP:
         n_max = speculative.n_max(p.replace(spec_type=kind))
         return f"--spec-type {kind} beside none: no device memory of its own; {n_max} draft tokens widen the outputs"
@@ -300,13 +306,13 @@ class FitSession:
              ram: Budget | None = None, remote: tuple[str, ...] = (), n_cards: int = 1,
              tensor_split: tuple[float, ...] = (), local_offset: int = 0, emulate: bool = False,
              quant: str | None = None, spec_params: Params = Params(),
-             spec_given: str | None = None) -> "FitSession":
+             spec_given: str | None = None, draft: bool = False) -> "FitSession":
         devices = _devices(n_cards=n_cards, remote=remote, ram_mode=ram_mode, emulate=emulate)
         gpu_devices, gpu_build, emulate = devices.gpu_devices, devices.gpu_build, devices.emulate
         file = _weights_file(source, verify, quant)
         geometry = fit_geometry(file.meta)
         recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
-        spec_types = spec_variants(geometry, file.meta, runtime, spec_given)
+        spec_types = spec_variants(geometry, file.meta, runtime, spec_given, draft_model=draft)
         weights_of = {kind: breakdown(loaded, geometry.n_layer, recurrent, basis=file.basis,
                                       scale_to_bytes=_share(file, loaded))
                       for kind in spec_types for loaded in [loaded_tensors(file.meta, geometry, kind)]}
@@ -325,16 +331,16 @@ class FitSession:
                          "layers make them is a layout rule's) are not counted")
         if geometry.has_swa:
             notes.append("SWA layers sized with swa_full off (llama-server's default; Llama(swa_full=False))")
+        probe_options = dict(emulate_card=emulate, remote=remote,
+                             local_devices=() if ram_mode else gpu_devices[local_offset:],
+                             cpu_alone=ram_mode and gpu_build and runtime.is_server)
         session = cls(name=source.name, geometry=geometry, weights=weights,
-                      probe=ComputeProbe(file.path, emulate_card=emulate, remote=remote,
-                                         local_devices=() if ram_mode else gpu_devices[local_offset:],
-                                         cpu_alone=ram_mode and gpu_build and runtime.is_server,
-                                         read_weights=file.scale is None),
+                      probe=ComputeProbe(file.path, **probe_options, read_weights=file.scale is None),
                       basis=basis,
                       model_hint=file.hint, gpu_build=gpu_build, verify_path=file.path if verify else None,
                       flash_attn=flash_attn, n_ubatch=n_ubatch, reserve=reserve, notes=notes, runtime=runtime,
                       ram=ram)
-        session.ram_mode = ram_mode
+        session.ram_mode, session.probe_options = ram_mode, probe_options
         session.spec_types, session.weights_of, session.spec_params = spec_types, weights_of, spec_params
         if len(spec_types) > 1:
             session.basis["speculative"] = spec_words(geometry, spec_types, spec_params)
@@ -351,6 +357,33 @@ class FitSession:
     emulate = False  # the cards are emulated (RPC servers of this machine's CPU)
     gpu_devices: tuple[str, ...] = ()  # a GPU build's devices, in order
     remote: tuple[str, ...] = ()  # --rpc hosts
+
+    probe_options: dict = {}  # the devices the dry runs use, for a draft model's own
+    draft: "tuple[Fitter, Placement] | None" = None  # -md: the draft model's fitter and placement (-ngld)
+    draft_hint: str = ""  # -md as the printed command names it
+
+    def add_draft(self, path: str, n_gpu_layers: int | None) -> None:
+        """llama-server's draft model (-md): its weights by -ngld, its context beside the target's (the target's
+        cells and slots, -ctkd/-ctvd) and its own compute, each from its own file and dry runs, on the same
+        devices; no prompt cache or checkpoints of its own."""
+        source = resolve(path)
+        if source.path is None:
+            raise UsageError(f"-md {path}: give the draft model's GGUF file", hint="a local .gguf")
+        meta = source.llama_metadata
+        geometry = fit_geometry(meta)
+        recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
+        weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis="the draft GGUF's tensor infos")
+        probe = ComputeProbe(str(source.path), **self.probe_options)
+        self.draft_probe = probe
+        fitter = Fitter(geometry, weights, probe, reserve=0, ram_mode=self.ram_mode,
+                        runtime=RuntimeConfig(cache_ram_mib=0, ctx_checkpoints=0))
+        self.draft = (fitter, Placement(PlacementKind.ALL) if n_gpu_layers is None
+                      else Placement(PlacementKind.NGL, n_gpu_layers))
+        self.draft_hint = str(path) + ("" if n_gpu_layers is None else f" -ngld {n_gpu_layers}")
+        self.basis["draft"] = (f"-md {path}: {geometry.architecture}, {weights.total_bytes / GIB:.2f} GiB of weights "
+                               "from its tensor infos, placed by -ngld (all layers by default) on the same devices; "
+                               "its context at the target's cells and slots (-ctkd/-ctvd), KV from its metadata, "
+                               "compute from its own dry runs at each n_ctx")
 
     projector_bytes = 0  # --mmproj on the card: weights + compute (0 without one, or with --no-mmproj-offload)
     host_projector_bytes = 0  # --mmproj kept in system RAM (--no-mmproj-offload)
@@ -389,6 +422,8 @@ class FitSession:
                     self.one_card_note(fitter, budget, settings, found)
         finally:
             self.probe.close()
+            if self.draft is not None:
+                self.draft[0].compute_bytes.close()
         if not rows:
             raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
         self.backend_weights_note(fitter, rows[0])
@@ -405,6 +440,7 @@ class FitSession:
                          tuple(contexts), self.weights.n_layer, self.model_hint, n_ctx_train=n_ctx_train,
                          notes=tuple(self.notes),
                          server_args=self.runtime.server_flags(self.geometry) + tuple(server_args),
+                         draft_hint=self.draft_hint,
                          dry_runs=self.probe.calls, runtime=self.runtime, ram=self.ram,
                          machine_ram=sysinfo.total_ram_bytes())
 
@@ -464,4 +500,4 @@ class FitSession:
         return Fitter(self.geometry, weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
                       ram_mode=self.ram_mode, projector=self.projector_bytes,
                       host_projector=self.host_projector_bytes, runtime=self.runtime, ram=self.ram,
-                      tensor_split=self.tensor_split)
+                      tensor_split=self.tensor_split, draft=self.draft if spec == speculative.SIMPLE else None)

@@ -57,6 +57,8 @@ class FitRequest:
     # model carries an MTP layer), its draft tokens and the draft context's cache types; spec_type is left "none"
     speculative: Params = Params()
     spec_given: str | None = None
+    draft: str | None = None  # -md: llama-server's draft model (draft-simple), a GGUF file
+    draft_ngl: int | None = None  # -ngld; None: all its layers on the card
 
     @property
     def n_cards(self) -> int:
@@ -68,7 +70,7 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                 ram=None, cpu_only: bool = False, reserve=None, verify: bool = False, emulate: bool = False,
                 mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None,
                 remote: bool = False, runtime=None, n_seq=None, kv_unified=None, cache_ram=None, ctx_checkpoints=None,
-                rpc=None) -> FitRequest:
+                rpc=None, model_draft=None, n_gpu_layers_draft=None) -> FitRequest:
     """`lb.fit`'s arguments checked and parsed (`params`: the schema's, by name); `local_budgets` gives the
     budgets without --vram (a GPU build's free memory)."""
     given = {k: v for k, v in params.items()}
@@ -116,7 +118,33 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                       no_mmproj_offload=no_mmproj_offload, quant=None if remote else quant,
                       speculative=Params(spec_draft_n_max=values["spec_draft_n_max"],
                                          type_k_draft=values["type_k_draft"], type_v_draft=values["type_v_draft"]),
-                      spec_given=values["spec_type"] if "spec_type" in params else None, **split)
+                      spec_given=_spec_given(values, params, model_draft, config),
+                      draft=_draft(model_draft, verify=verify, n_cards=max(len(b.devices) for b in budgets)),
+                      draft_ngl=None if n_gpu_layers_draft is None else parse_value("n_gpu_layers_draft",
+                                                                                     n_gpu_layers_draft, listed=False),
+                      **split)
+
+
+def _spec_given(values: dict[str, Any], params: dict[str, Any], model_draft, config: RuntimeConfig) -> str | None:
+    """The --spec-type asked for: as given; draft-simple where only a draft model is (-md); None: not asked."""
+    given = values["spec_type"] if "spec_type" in params else None
+    if model_draft is not None and not config.is_server:
+        raise UsageError("-md is llama-server's draft model: Llama() decodes without one",
+                         hint="use --runtime llama-server, or leave out -md")
+    if model_draft is not None and given is None:
+        return "draft-simple"
+    return given
+
+
+def _draft(model_draft, *, verify: bool, n_cards: int) -> str | None:
+    """-md: a local GGUF file (checked when read); one card for now."""
+    if model_draft is None:
+        return None
+    text = str(parse_value("model_draft", model_draft, listed=False))
+    if n_cards > 1:
+        raise UsageError("-md with several cards: the draft's own split over them is not sized yet",
+                         hint="fit on one card, or leave out -md")
+    return text
 
 
 def _placements(values: dict[str, Any], params: dict[str, Any]) -> list[Placement]:

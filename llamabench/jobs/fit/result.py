@@ -28,6 +28,7 @@ class FitResult:
     runtime: RuntimeConfig = RuntimeConfig(Runtime.LLAMA_CPP_PYTHON)
     ram: Budget | None = None  # --ram: the system RAM the host part was checked against
     machine_ram: int = 0  # the RAM of the machine the fit ran on (psutil), for a warning without --ram; 0: unknown
+    draft_hint: str = ""  # -md DRAFT (and -ngld) as the printed command names it; "": no draft model
 
     @property
     def spec_types(self) -> tuple[str, ...]:

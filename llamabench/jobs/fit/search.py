@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import Callable
 
 from ...core.errors import ContextRefused, LlamabenchError
-from ...memory import allocations
+from ...memory import allocations, speculative
 from ...memory.footprint import KV_PAD, compute_footprint, per_layer_bytes
 from ...memory.layer_split import first_offloaded_layer, layer_counts, layer_devices
 from ...memory.runtimes import RuntimeConfig, server_ram
@@ -234,7 +234,7 @@ class Fitter:
                  compute_bytes: Callable[[Params], "ComputeSplit | int"], *, reserve: "int | tuple[int, ...]",
                  ram_mode: bool = False, projector: int = 0, host_projector: int = 0,
                  runtime: RuntimeConfig | None = None, ram: Budget | None = None,
-                 tensor_split: tuple[float, ...] = ()):
+                 tensor_split: tuple[float, ...] = (), draft: "tuple[Fitter, Placement] | None" = None):
         self.geometry = geometry
         self.tensor_split = tensor_split  # -ts given: these proportions, not a searched split
         self.weights = weights
@@ -247,6 +247,7 @@ class Fitter:
         self.ram = ram
         self.n_layer_all = weights.n_layer
         self.refused: dict[int, str] = {}  # n_ctx -> why llama.cpp could not create it (searches treat it as no fit)
+        self.draft = draft  # llama-server's draft model (-md): its fitter and placement, its parts added to ours
 
     def reserve_of(self, device: int) -> int:
         return self.reserve[device] if isinstance(self.reserve, tuple) else self.reserve
@@ -291,6 +292,8 @@ class Fitter:
                 kv, rec = kv + sum(c[0] for c in cards), rec + sum(c[1] for c in cards)
             parts = Parts(self.weights.total_bytes, kv, rec, split.total,
                           reserve=self.reserve_of(0), projector=self.projector)
+            if self.draft is not None:  # the draft model in system RAM too
+                parts = plus(parts, self.draft_parts(settings)[0])
             return parts, HostParts(**growing), (parts,)
         n = max(1, len(placement.split))
         devices = self.layer_devices(placement)
@@ -301,10 +304,20 @@ class Fitter:
         computes = split.per_device(n)
         cards = tuple(Parts(weights[i], caches[i][0], caches[i][1], computes[i], reserve=self.reserve_of(i),
                             projector=self.projector if i == projector_device else 0) for i in range(n))
-        total = cards[0] if n == 1 else Parts.add_up(cards)
         host = HostParts(self.host_weights(placement, split), host_kv, host_rec, split.host,
                          projector=self.host_projector, **growing)
+        if self.draft is not None:  # on the first card (one card: options refuse -md with several) and the host
+            on_card, on_host = self.draft_parts(settings)
+            cards, host = (plus(cards[0], on_card),) + cards[1:], plus(host, on_host)
+        total = cards[0] if n == 1 else Parts.add_up(cards)
         return total, host, cards
+
+    def draft_parts(self, settings: Params) -> tuple[allocations.Parts, allocations.Parts]:
+        """The draft model's (-md) parts beside this context: on its card (in system RAM with --cpu-only), and on
+        the host; its context at our cells and slots (speculative.draft_context), re-sized at each n_ctx."""
+        fitter, placement = self.draft
+        parts, host, _ = fitter.evaluate_devices(speculative.draft_context(settings), placement)
+        return parts.buffers, (host.buffers if not self.ram_mode else allocations.Parts())
 
     def cache_split(self, settings: Params, placement: Placement, devices: tuple[int | None, ...] | None = None,
                     n_devices: int = 1) -> tuple[tuple[tuple[int, int], ...], tuple[int, int]]:
@@ -612,6 +625,12 @@ class Fitter:
             else:
                 hi = mid
         return lo
+
+
+def plus(a, b: allocations.Parts):
+    """`a` (Parts, HostParts) with `b`'s four parts added."""
+    return replace(a, weights=a.weights + b.weights, kv=a.kv + b.kv, recurrent=a.recurrent + b.recurrent,
+                   compute=a.compute + b.compute)
 
 
 def proportional(n_layers: int, weights: list[int]) -> tuple[int, ...]:

@@ -27,6 +27,7 @@ from ...memory.allocations import (
     compute_tolerance,
     ram_tolerance,
 )
+from ...memory.speculative import draft_context
 from .advice import describe_placement
 from .result import FitResult
 from .search import FitRow, recommend
@@ -132,7 +133,12 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
     n_devices = max(1, len(row.devices))
     devices = endpoints[:n_devices]
     allocs: list[Alloc] = []
-    outcome = run_job(CreateJob(session.verify_path, params, devices),
+    draft = {}
+    if row.settings.spec_type == "draft-simple" and session.draft is not None:  # -md: its model and context beside
+        fitter, placement = session.draft
+        draft = dict(draft_path=fitter.compute_bytes.path, draft_params=placement.params(
+            draft_context(row.settings), fitter.n_layer_all).replace(repack=False, n_threads=2))
+    outcome = run_job(CreateJob(session.verify_path, params, devices, **draft),
                       lambda e: allocs.append(e) if isinstance(e, Alloc) else None)
     what = (f"n_ctx {row.settings.n_ctx}, {row.settings.type_k}/{row.settings.type_v} KV, "
             f"{describe_placement(p, result.n_layer_all)}"
@@ -157,20 +163,25 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
         predicted, allocated = row.parts.buffers, alloc.parts
         device = DeviceCheck(HOST, predicted, allocated, ram_tolerance(predicted.total), by_total=True)
         return PlacementCheck(**common, devices=(device,), budget=row.budget_bytes, card_total=allocated.total)
-    # the fit's own figures: compute from its dry run of this placement over the same devices
-    host = DeviceCheck(HOST, row.host.buffers, alloc.device(HOST))
+    # the fit's own figures: compute from its dry run of this placement over the same devices; a draft context
+    # (MTP, -md) prints its own lines beside the target's, each rounded to 0.01 MiB
+    printed = PRINTED_TOLERANCE_BYTES * (1 if row.settings.spec_type == "none" else 2)
+    host = DeviceCheck(HOST, row.host.buffers, alloc.device(HOST), tolerance_bytes=printed,
+                       compute_tolerance_bytes=2 * printed)  # compute and output buffers: two lines a context
     if n_devices > 1:
         checks = []
         for i, (card, endpoint) in enumerate(zip(row.devices, devices)):
             predicted = card.parts.buffers
             checks.append(DeviceCheck(f"card {i} ({card.name})", predicted, alloc.device(buffer_name(endpoint)),
+                                      tolerance_bytes=printed,
                                       compute_tolerance_bytes=compute_tolerance(predicted.compute)))
         room = [c.budget - c.parts.reserve - c.parts.projector for c in row.devices]
         over = tuple(check.name for check, r in zip(checks, room) if check.allocated.total > r)
         return PlacementCheck(**common, devices=(*checks, host), budget=sum(room),
                               card_total=sum(c.allocated.total for c in checks), cards_over_budget=over)
     card = (alloc.card_names or ("card",))[0]
-    devices_checked = (DeviceCheck(card, row.parts.buffers, alloc.device(card)), host)
+    devices_checked = (DeviceCheck(card, row.parts.buffers, alloc.device(card), tolerance_bytes=printed,
+                                   compute_tolerance_bytes=printed), host)
     # the projector (--mmproj) is not created here: its share of the budget stays set aside
     return PlacementCheck(**common, devices=devices_checked,
                           budget=row.budget_bytes - row.parts.reserve - row.parts.projector,

@@ -84,11 +84,19 @@ def _stated(value, types: tuple[int, ...] | None) -> GgufValue:
     return GgufValue(kind, value)
 
 
+# keys llama.cpp requires of some architectures that no cache or tensor shape depends on: a catalog entry's twin
+# gets these where the entry leaves them out (the hand-written families set the same, twin/build.py twin_keys)
+NEUTRAL_DEFAULTS = (("attention.layer_norm_rms_epsilon", 1e-6), ("attention.layer_norm_epsilon", 1e-5),
+                    ("rope.freq_base", 10000.0))
+
+
 def typed_metadata(meta: ModelMetadata) -> dict[str, GgufValue]:
     """The model's keys a twin keeps, each with its GGUF type (as the file states it, else inferred)."""
     out = {key: _stated(value, meta.value_types.get(key)) for key, value in meta.keys.items()
            if not key.startswith(DROPPED_PREFIXES) or key in KEPT_TOKENIZER_KEYS}
     out["general.architecture"] = GgufValue("str", meta.architecture)
+    for suffix, value in NEUTRAL_DEFAULTS:  # what a catalog entry may leave out and no layout depends on
+        out.setdefault(f"{meta.architecture}.{suffix}", GgufValue("f32", value))
     return out
 
 
