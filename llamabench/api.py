@@ -44,6 +44,7 @@ from .jobs.inspect.job import inspect_model
 from .jobs.roofline.job import predict
 from .jobs.verify.job import exactness_matrix, verify_model
 from .llama.worker import device_memory
+from .memory import speculative
 from .memory.verification import MatrixResult
 from .model.architectures import no_rule_line
 from .records import jsonl
@@ -227,7 +228,9 @@ def _measured(plan: BenchPlan) -> Callable[[tuple[str, ...]], set[tuple[Params, 
 
 def _bench_record(shared: SweepBasis, m: Measurement) -> BenchRecord:
     """One measurement as a record: the theory beside it, and its roofline (from the record's t/s)."""
-    fp, error = theory(shared.geometry, m.params, no_rule=no_rule_line(shared.model.architecture))
+    # llama-server's context: the outputs and rollback planes its --spec-type adds (memory.speculative)
+    params = speculative.target_context(m.params, slots=m.params.n_seq) if m.runtime == "llama-server" else m.params
+    fp, error = theory(shared.geometry, params, no_rule=no_rule_line(shared.model.architecture))
     record = BenchRecord.of(shared.model, m, footprint=fp, theory_error=error, machine=shared.machine,
                             versions=shared.versions, roofline=None)
     block = roofline_block(shared.geometry, shared.weights, m.params, m.test, record.avg_ts, shared.peak.peak_gbps)

@@ -26,6 +26,7 @@ EXAMPLES = """examples:
   llamabench bench model.gguf --runtime llama-server -c 8192 -np 2 --concurrency 2 -d 0,2048 -p 256 -n 32
   llamabench bench model.gguf --runtime llama-server --server-cmd "llama-server -m model.gguf -c 32768 -np 4 -kvu"
   llamabench bench model.gguf --runtime llama-server --url http://127.0.0.1:8080 -d 0,4096
+  llamabench bench qwen3-5-35b-a3b --runtime llama-server --spec-type none,draft-mtp -d 0,4096  # MTP beside none
 Each configuration runs in its own child process; every test is appended to --results as soon
 as it is measured, a failed configuration is recorded with llama.cpp's reason and the sweep goes
 on, and --resume skips what the results file already holds. A catalog id runs on its geometry
@@ -38,28 +39,32 @@ client's clock; a line per depth on stderr.
 TESTS = ("n_prompt", "n_gen", "n_depth", "repetitions")
 OPTIONS = ("rpc", "results", "resume", "dry_run")
 SERVER = ("runtime", "server_cmd", "url", "server_bin", "concurrency")
-SERVER_PARAMS = ("n_seq", "kv_unified")
+SERVER_PARAMS = ("n_seq", "kv_unified", "spec_type", "spec_draft_n_max")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_arguments(parser, ("model", *api.BENCH_PARAMS, *SERVER_PARAMS, *TESTS, *OPTIONS, *SERVER, "output"),
-                            lists=(*api.BENCH_LISTS, "n_prompt", "n_gen", "n_depth", "n_seq"),
+                            lists=(*api.BENCH_LISTS, "n_prompt", "n_gen", "n_depth", "n_seq", "spec_type"),
                             defaults={"output": OutputFormat.MD, "runtime": None, "concurrency": None,
-                                      "n_ctx": None},
+                                      "n_ctx": None, "spec_type": None, "spec_draft_n_max": None},
                             helps={"n_ctx": "context length n_ctx: 4096 or 32k (default: the deepest depth + prompt + "
                                             "generated tokens, as llama-bench sizes its contexts)",
                                    "runtime": "the program timed: llama-cpp-python (a Llama() context in a child, as "
                                    "llama-bench; the default) or llama-server (through its HTTP API)",
                                    "n_seq": "llama-server's slots (-np); --runtime llama-server only",
                                    "kv_unified": "llama-server: one KV stream for all slots; --runtime llama-server "
-                                   "only"})
+                                   "only",
+                                   "spec_type": "llama-server's speculative decoding, a list benched side by side: "
+                                   "none,draft-mtp (the model's MTP layer), ngram-*; --runtime llama-server only",
+                                   "spec_draft_n_max": "draft tokens per step (llama-server's default 3); "
+                                   "--runtime llama-server only"})
 
 
 def _keywords(args: argparse.Namespace) -> dict:
     kwargs = keywords(args, (*api.BENCH_PARAMS, *TESTS, *OPTIONS, *SERVER))
     given = {n: getattr(args, n) for n in SERVER_PARAMS if getattr(args, n) not in ((1,), 1, False, None)}
     if args.runtime is not None and str(args.runtime) == "llama-server":
-        given = {n: getattr(args, n) for n in SERVER_PARAMS}
+        given = {n: getattr(args, n) for n in SERVER_PARAMS if getattr(args, n) is not None}
     return kwargs | given
 
 

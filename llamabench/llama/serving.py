@@ -67,7 +67,14 @@ def flags_of(params: Params, model: str) -> list[str]:
         argv.append("-kvu")
     if not params.repack:
         argv.append("-nr")  # the CPU's repacked weights off (AMX faults on some CPUs)
-    return argv
+    return argv + spec_flags(params)
+
+
+def spec_flags(params: Params) -> list[str]:
+    """llama-server's speculative decoding flags of these parameters (none: nothing)."""
+    if params.spec_type == "none":
+        return []
+    return ["--spec-type", params.spec_type, "--spec-draft-n-max", str(params.spec_draft_n_max)]
 
 
 def command_argv(command: str, binary: Path, *, model: str, repack: bool = True) -> list[str]:
@@ -113,7 +120,9 @@ def started(argv: list[str], *, timeout_s: float = 300.0) -> Iterator[Started]:
     """Start llama-server with `argv` on a free port of 127.0.0.1 and wait for /health; stop its process group
     when the block ends (normally, by an error or by Ctrl-C; SIGKILL of the bench: the kernel ends it)."""
     port = free_port()
-    full = [*argv, "--host", "127.0.0.1", "--port", str(port)]
+    # its allocation lines (info level) for the records, unless the line chose its own verbosity
+    verbosity = [] if {"-lv", "--verbosity", "--log-verbosity", "-v", "--verbose"} & set(argv) else ["-lv", "4"]
+    full = [*argv, *verbosity, "--host", "127.0.0.1", "--port", str(port)]
     with tempfile.TemporaryDirectory(prefix="llamabench-server-") as tmp:
         log_path = Path(tmp) / "server.log"
         with open(log_path, "w") as out:

@@ -26,13 +26,14 @@ from typing import ClassVar
 
 from ..core import serial, stats
 from ..core.safe_text import escaped_tree
+from ..core.units import MIB
 from ..jobs.bench.measure import Measurement, Memory, Roofline, ServerBench
 from ..jobs.fit.advice import run_line
 from ..jobs.fit.result import FitResult
 from ..jobs.fit.verify import FitVerification
 from ..jobs.roofline.job import RooflineRow
 from ..llama.devices import without_endpoint
-from ..memory.allocations import Allocations, printed_equal
+from ..memory.allocations import PRINTED_TOLERANCE_BYTES, Allocations, bytes_equal, printed_equal
 from ..memory.footprint import Footprint, KvPoint, pad
 from ..memory.inspection import Inspection
 from ..memory.speed import SpeedModel
@@ -365,7 +366,11 @@ class BenchRecord(Record):
         """Whether llama.cpp allocated the KV the theory says (None without both)."""
         if self.allocations is None or self.footprint is None:
             return None
-        return printed_equal(self.footprint.kv_bytes, self.allocations.kv_mib)
+        fp, printed = self.footprint, self.allocations.kv_caches
+        if fp.mtp_kv_bytes:  # llama-server's MTP draft context prints a cache line of its own, beside the target's
+            return bytes_equal(fp.kv_bytes + fp.mtp_kv_bytes, self.allocations.kv_mib * MIB,
+                               PRINTED_TOLERANCE_BYTES * max(1, len(printed)))
+        return printed_equal(fp.kv_bytes, self.allocations.kv_mib)
 
     @property
     def recurrent_match(self) -> bool | None:

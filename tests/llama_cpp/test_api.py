@@ -58,6 +58,10 @@ def test_the_plain_usage_on_a_catalog_id():
     record = lb.fit("qwen3-5-35b-a3b", n_ctx=8192, vram=["4GiB"], n_gpu_layers=[99])
     row = record.rows[0]
     assert row.placement.kind is PlacementKind.NGL and row.placement.value == 99
-    assert row.parts.weights > 19 * 2**30  # the published Q4_K_M (19.74 GiB), less the input embeddings
+    # the published Q4_K_M (19.74 GiB) less the input embeddings and the MTP layer, loaded only with draft-mtp
+    assert 18 * 2**30 < row.parts.weights < 19 * 2**30
+    mtp = record.fit.recommended("4GiB", 8192, "draft-mtp") or next(r for r in record.rows
+                                                                   if r.settings.spec_type == "draft-mtp")
+    assert mtp.parts.weights - row.parts.weights > 2**30  # a whole MoE layer of 256 experts
     assert not row.fits and row.parts.kv == 20480 * 8192
     assert lb.verify("qwen3-5-35b-a3b", n_ctx=4096).ok

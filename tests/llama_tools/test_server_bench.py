@@ -102,3 +102,35 @@ def test_a_printed_command_is_started_and_stopped_whatever_ends_the_bench(gemma,
     assert not accepts(port)
     with pytest.raises(ProcessLookupError):
         os.kill(server.pid, 0)
+
+
+@needs_server
+def test_the_servers_allocations_are_recorded_beside_the_theory(run):
+    """The server the bench started logs what it allocated (-lv 4): each record holds it, and the theory of the
+    context llama-server creates (2 slots) agrees to the printed 0.01 MiB."""
+    bench, _ = run
+    for r in bench.records:
+        assert r.allocations is not None and r.allocations.kv_mib > 0
+        assert r.kv_match, (r.footprint.kv_bytes, r.allocations.kv_mib)
+
+
+@needs_server
+def test_speculative_decoding_side_by_side_on_an_mtp_twin(tmp_path):
+    """--spec-type none,draft-mtp on a tiny qwen35moe twin with an MTP layer: two servers, side by side; with MTP
+    the server's draft counts are recorded (its acceptance), and its allocations hold the MTP context's KV and the
+    rollback planes, as the theory says. The twin's weights are zero: its speed and acceptance mean nothing."""
+    from llamabench.jobs.twin.generic import write_from_metadata
+    from tests.support import every_arch
+
+    twin = write_from_metadata(every_arch.metadata("qwen35moe"), tmp_path / "mtp.gguf").path
+    bench = lb.bench(str(twin), runtime="llama-server", spec_type=["none", "draft-mtp"], n_depth=[0, 128],
+                     n_prompt=32, n_gen=16, repetitions=1, n_threads=2, repack=False, results=tmp_path / "b.jsonl")
+    by_spec = {s: [r for r in bench.records if r.params.spec_type == s] for s in ("none", "draft-mtp")}
+    assert all(len(rows) == 4 and all(r.ok for r in rows) for rows in by_spec.values())
+    mtp_tg = [r for r in by_spec["draft-mtp"] if r.test.kind == "tg"]
+    assert all(r.server.acceptance is not None and "--spec-type draft-mtp" in r.server.command for r in mtp_tg)
+    assert all(r.server.acceptance is None for r in by_spec["none"] if r.test.kind == "tg")
+    plain, mtp = by_spec["none"][0], by_spec["draft-mtp"][0]
+    assert mtp.allocations.kv_mib > plain.allocations.kv_mib and mtp.kv_match and plain.kv_match
+    assert mtp.footprint.recurrent_state_bytes == 4 * plain.footprint.recurrent_state_bytes  # 1 + 3 planes
+    assert mtp.recurrent_match and plain.recurrent_match

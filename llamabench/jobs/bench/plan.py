@@ -24,7 +24,9 @@ BENCH_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_gpu_layers", "n_cp
 BENCH_PARAMS += ("tensor_split", "split_mode", "main_gpu")
 BENCH_LISTS = tuple(n for n in BENCH_PARAMS if n not in ("prio", "tensor_split", "split_mode", "main_gpu"))
 BENCH_TESTS = ("n_prompt", "n_gen", "n_depth")
-SERVER_PARAMS = ("n_seq", "kv_unified")  # llama-server's slots (-np) and one KV stream for them (-kvu)
+# llama-server's slots (-np), one KV stream for them (-kvu), and its speculative decoding (--spec-type, a list:
+# each a server of its own, side by side; --spec-draft-n-max)
+SERVER_PARAMS = ("n_seq", "kv_unified", "spec_type", "spec_draft_n_max")
 
 
 @dataclass(frozen=True)

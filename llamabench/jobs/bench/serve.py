@@ -26,6 +26,7 @@ from typing import Callable
 
 from ...core.errors import EngineError, LlamabenchError, UsageError
 from ...llama import serving
+from ...memory.allocations import parse_allocations
 from ...settings.bench_tests import BenchTest, TestKind
 from ...settings.params import SCHEMA, Params
 from .measure import Measurement, ServerBench, ServerRequest
@@ -54,7 +55,9 @@ class ServerOptions:
             return None
         binary = serving.server_binary(self.binary)
         if self.command:
-            return serving.command_argv(self.command, binary, model=model, repack=params.repack)
+            argv = serving.command_argv(self.command, binary, model=model, repack=params.repack)
+            given = "--spec-type" in argv  # the line's own choice stands; else the bench's --spec-type is added
+            return argv if given else argv + serving.spec_flags(params)
         return [str(binary), *serving.flags_of(params, model)]
 
 
@@ -67,6 +70,12 @@ def command_params(command: str, base: Params) -> tuple[Params, bool]:
             changes["repack"] = False
         elif arg in ("-kvu", "--kv-unified"):
             changes["kv_unified"] = True
+        elif arg in ("--spec-type", "--spec-draft-n-max") and i + 1 < len(argv):
+            name = "spec_type" if arg == "--spec-type" else "spec_draft_n_max"
+            try:
+                changes[name] = SCHEMA[name].parse(argv[i + 1])
+            except LlamabenchError:
+                pass  # a comma list of types: the record keeps the bench's value
         elif arg in CONTEXT_FLAGS and i + 1 < len(argv):
             name = CONTEXT_FLAGS[arg]
             try:
@@ -83,10 +92,14 @@ class Session:
         self.server, self.info, self.concurrency = server, info, concurrency
         # seeded afresh each session: a server's prompt cache (--cache-ram) keeps earlier runs' prompts
         self.rng = random.Random()
-        lo, hi = (info.n_vocab // 10, info.n_vocab * 8 // 10) if info.n_vocab >= 1000 else (100, 1000)
+        # the middle of the vocabulary (a twin's has 259 tokens); unknown: ids every real vocabulary holds
+        lo, hi = (info.n_vocab // 10, info.n_vocab * 8 // 10) if info.n_vocab >= 20 else (100, 1000)
         self.lo, self.hi = lo, max(hi, lo + 1)
         self.prefix = [self.fresh(longest) for _ in range(concurrency)]
         self.pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
+        # what the server allocated, from its own log (a server it started: -lv 4); None when attached (--url)
+        log = server.log() if server.argv else ""
+        self.allocations = parse_allocations(log) if log and "KV buffer size" in log else None
 
     def fresh(self, n: int) -> list[int]:
         return [self.rng.randrange(self.lo, self.hi) for _ in range(n)]
@@ -240,4 +253,5 @@ def _measure(session: Session, server: serving.Started, params: Params, test: Be
         requests += reqs
     block = ServerBench(server.command, server.url, session.concurrency, session.info.slots, tuple(requests),
                         round(fill_ms, 3) if fill_ms else None)
-    return replace(Measurement(params, test, repetitions, tuple(samples), runtime="llama-server"), server=block)
+    return replace(Measurement(params, test, repetitions, tuple(samples), runtime="llama-server",
+                               allocations=session.allocations), server=block)
