@@ -10,12 +10,13 @@ full-shape twin (every real size) takes a few MB of disk.
   vocabulary, FFN and expert widths and the expert count shrunk (none of them sizes a cache), big matrices
   stored in 1.69 bits a weight; where llama.cpp refuses the shrunk keys, the real ones.
 - `write_generic_shape_twin`: every real size and the real vocabulary, for llama.cpp's compute buffers.
-This is the twin writer of every architecture without a hand-written family (`build.family_for`).
+This is the twin writer of every architecture (build.write_twin, shape.write_shape_twin).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,6 @@ from ...model.metadata import ModelMetadata
 from ...settings.params import Params
 from .writer import GGML_TYPE_NAMES, N_VOCAB, TensorSpec, write_gguf
 
-GENERIC = "generic"  # the twin family name that means this writer
 TWIN_NAME = "llamabench twin"  # general.name: never the model's own (llama-vocab.cpp special-cases phi3 by name)
 # not copied from the source: llama.cpp reads general.* for the name only; the vocabulary is the twin's own;
 # a split set's keys would make llama.cpp look for the other parts
@@ -43,6 +43,18 @@ COMPACT_MIN_ELEMENTS = 1 << 20  # smaller tensors stay f32, as llama.cpp created
 COMPACT_ROW = 256  # tq1_0's block: a row of a multiple of it can be stored in 1.69 bits a weight
 KEEP_F32 = ("norm", "conv", "ssm_a", "ssm_d", "time_", "pos_embd")  # read by ops other than a matmul
 VALIDATE_N_CTX = 256
+
+# keys llama.cpp requires that size no cache and that a catalog entry may leave out (it sources what sizes a cache):
+# stated, with these values, only when llama.cpp names one missing ("key not found in model: ARCH.SUFFIX")
+WEIGHT_ONLY_DEFAULTS = {
+    "attention.layer_norm_rms_epsilon": GgufValue("f32", 1e-6),
+    "attention.layer_norm_epsilon": GgufValue("f32", 1e-5),  # nemotron_h's MTP head norm, read even without one
+    "rope.freq_base": GgufValue("f32", 10000.0),
+    "rope.dimension_sections": GgufValue("i32", (11, 11, 10, 0)),  # qwen35 / qwen35moe's M-RoPE sections
+    "expert_shared_count": GgufValue("u32", 0),
+    "leading_dense_block_count": GgufValue("u32", 0),
+}
+_MISSING_KEY = re.compile(r"key not found in model: (\S+)")
 
 _TYPE_NAMES = {i: name for name, i in GGUF_TYPE_IDS.items()}
 _ARRAY = 9  # GGUFValueType.ARRAY
@@ -153,7 +165,7 @@ def twin_tensors(tensors: tuple[TensorShape, ...]) -> tuple[TensorShape, ...]:
 def _dtype(t: TensorShape, compact: bool) -> str:
     """How a tensor is stored: as llama.cpp created it (f32), or where `compact` a big matrix in tq1_0 (1.69 bits
     a weight) where its row allows, else f16. Not q4_0 / q8_0: on CPUs with AMX those go to the AMX buffer type,
-    whose matmul crashed on small matrices (families/mamba2._big)."""
+    whose matmul crashed (SIGSEGV in ggml_backend_amx_mul_mat) on a q4_0 {32, 4096} matrix."""
     if (compact and len(t.shape) >= 2 and t.n_elements >= COMPACT_MIN_ELEMENTS
             and not any(word in t.name for word in KEEP_F32)):
         return "tq1_0" if t.shape[0] % COMPACT_ROW == 0 else "f16"
@@ -213,6 +225,23 @@ def shrunk(metadata: Metadata) -> dict[str, GgufValue]:
     return keys
 
 
+def listed_tensors(metadata: Metadata) -> tuple[dict[str, GgufValue], tuple[TensorShape, ...]]:
+    """The tensors llama.cpp creates for `metadata`, and the keys they were listed for: the metadata, with each
+    weight-only key llama.cpp names missing stated at its default (WEIGHT_ONLY_DEFAULTS). EngineError otherwise."""
+    keys = dict(metadata)
+    prefix = keys["general.architecture"].value + "."
+    while True:
+        try:
+            return keys, worker.model_tensors(keys)
+        except EngineError as exc:
+            missing = _MISSING_KEY.search(str(exc))
+            name = missing.group(1) if missing else ""
+            default = WEIGHT_ONLY_DEFAULTS.get(name.removeprefix(prefix)) if name.startswith(prefix) else None
+            if default is None or name in keys:
+                raise
+            keys[name] = default
+
+
 def _dry_run_ok(path: Path) -> bool:
     """Whether llama.cpp loads the twin and creates a context (a stored type some op cannot read aborts it)."""
     try:
@@ -254,9 +283,8 @@ def write_generic_twin(meta: ModelMetadata, out_path: str | os.PathLike, *,
     for keys in (shrunk(real), real):
         if layout is not None and keys is not real and _layer_kinds(keys) != layout:
             continue
-        keys = with_vocab(keys, N_VOCAB)
         try:
-            tensors = worker.model_tensors(keys)
+            keys, tensors = listed_tensors(with_vocab(keys, N_VOCAB))
         except EngineError as exc:
             refused = refused or exc
             continue
@@ -268,5 +296,5 @@ def write_generic_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike, n
     """Every real size and the real vocabulary size (`n_vocab`), all data zero, big matrices in tq1_0."""
     keys = typed_metadata(meta)
     keys["general.name"] = GgufValue("str", f"{TWIN_NAME} (shape)")
-    keys = with_vocab(keys, n_vocab)
-    return _write_checked(keys, worker.model_tensors(keys), out_path, None)
+    keys, tensors = listed_tensors(with_vocab(keys, n_vocab))
+    return _write_checked(keys, tensors, out_path, None)
