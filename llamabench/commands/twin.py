@@ -22,7 +22,7 @@ EXAMPLES = """examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_arguments(parser, ("model", "out", "seed"),
+    arguments.add_arguments(parser, ("model", "out"),
                             helps={"out": "where to write the twin (default: <label>-twin.gguf)"})
 
 
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
         if show:
             print(f"\rwriting {out}: {done}/{total} tensors", end="" if done < total else "\n", file=sys.stderr)
 
-    result = write_twin(source.metadata, out, seed=args.seed, progress=progress)
+    result = write_twin(source.metadata, out, progress=progress)
     g = result.geometry
     kinds: dict[str, int] = {}
     for layer in g.layers:

@@ -116,7 +116,6 @@ NO_LAYOUT_TAIL = "bench, verify and fit answer with llama.cpp's own numbers, mea
 class Architecture:
     name: str  # general.architecture, as LLM_ARCH_NAMES spells it (src/llama-arch.cpp)
     layout: LayoutRule = LayoutRule.PLAIN
-    twin_family: str | None = None  # module under llamabench/jobs/twin/families that writes its tensors
     # keys llama.cpp requires that size or place the cache; keys it needs only for the weights (norm
     # epsilons, rope sections, expert widths) are left to the twin writer
     required_keys: tuple[str, ...] = ()
@@ -155,7 +154,7 @@ class Architecture:
     @property
     def exceptions(self) -> tuple[str, ...]:
         """The fields where this row departs from the generic rule."""
-        skip = ("name", "twin_family", "required_keys", "expert_ffn_key", "no_rule")
+        skip = ("name", "required_keys", "expert_ffn_key", "no_rule")
         return tuple(f.name for f in dataclasses.fields(self)
                      if f.name not in skip and getattr(self, f.name) != f.default)
 
@@ -190,12 +189,12 @@ _PLAIN = (
 
 _ROWS = (
     # src/models/llama.cpp: MoE variants (Mixtral) shape experts by n_ff
-    A("llama", twin_family="plain", expert_ffn_key=_FF),
-    A("qwen2", twin_family="plain"),
+    A("llama", expert_ffn_key=_FF),
+    A("qwen2"),
     # src/models/qwen2moe.cpp: n_ff_exp ? n_ff_exp : n_ff / n_expert_used; shared expert n_ff_shexp ? : n_ff
-    A("qwen2moe", twin_family="plain", expert_ffn_key=_EXP_FF),
-    A("qwen3", twin_family="plain"),
-    A("qwen3moe", twin_family="plain", expert_ffn_key=_EXP_FF),
+    A("qwen2moe", expert_ffn_key=_EXP_FF),
+    A("qwen3"),
+    A("qwen3moe", expert_ffn_key=_EXP_FF),
     *(A(name) for name in _PLAIN),
     # M/phi3.cpp:13-24: a sliding_window > 0 is read, then swa_type NONE and set_swa_pattern(1): never SWA
     A("phi3", swa=SwaRule.NONE),
@@ -204,9 +203,9 @@ _ROWS = (
     # scalar period replacing the row's default; set_swa_pattern (src/llama-hparams.cpp:8-22) marks NextN
     # layers non-SWA. Two caches (llama_kv_cache_iswa, src/llama-kv-cache-iswa.cpp:34-106).
     # M/gemma3.cpp:4-11: SWA only when sliding_window > 0, then load_swa_pattern(ml, 6)
-    A("gemma3", twin_family="gemma3", swa=SwaRule.IF_WINDOW, swa_pattern=6),
+    A("gemma3", swa=SwaRule.IF_WINDOW, swa_pattern=6),
     # M/openai-moe.cpp:6-9: sliding_window required, load_swa_pattern(ml, 2)
-    A("gpt-oss", twin_family="gpt_oss", required_keys=_WIN, swa=SwaRule.ALWAYS, swa_pattern=2,
+    A("gpt-oss", required_keys=_WIN, swa=SwaRule.ALWAYS, swa_pattern=2,
       expert_ffn_key=_EXP_FF),
     # M/gemma2.cpp:4-12: n_swa = 4096 unless sliding_window is set; load_swa_pattern(ml, 2)
     A("gemma2", swa=SwaRule.ALWAYS, swa_pattern=2, swa_window_default=4096),
@@ -249,7 +248,7 @@ _ROWS = (
     # --- MLA: is_mla() iff key_length_mla and value_length_mla are both set (src/llama-hparams.cpp:298-303); then
     # the cache has no V tensor (src/llama-kv-cache.cpp:163,230-234) and K is key_length x head_count_kv.
     # M/deepseek2.cpp:16-17 reads them optionally (older GGUFs: full per-head K and V); mistral4 inherits it
-    A("deepseek2", twin_family="deepseek2", required_keys=(K.KV_LORA_RANK,), mla=True, expert_ffn_key=_EXP_FF),
+    A("deepseek2", required_keys=(K.KV_LORA_RANK,), mla=True, expert_ffn_key=_EXP_FF),
     A("mistral4", mla=True),
     # llama_kv_cache_dsa (src/llama-model.cpp:2397-2449, src/llama-kv-cache-dsa.cpp:38-53): trunk layers only,
     # plus an indexer cache of attention.indexer.key_length, 1 head (M/deepseek32.cpp:21-28, M/glm-dsa.cpp:43-66)
@@ -269,7 +268,7 @@ _ROWS = (
 
     # --- recurrent only (llm_arch_is_recurrent; llama_memory_recurrent over il < n_layer(),
     # src/llama-memory-recurrent.cpp:29,77). RWKV widths: src/llama-hparams.cpp:209-212,237-240
-    A("mamba2", L.RECURRENT, "mamba2", SSM_KEYS, recurrent_state=_SSM),
+    A("mamba2", L.RECURRENT, required_keys=SSM_KEYS, recurrent_state=_SSM),
     A("mamba", L.RECURRENT, required_keys=MAMBA1_SSM_KEYS, recurrent_state=RecurrentState.MAMBA1),
     *(A(name, L.RECURRENT, required_keys=(K.WKV_HEAD_SIZE,), recurrent_state=RecurrentState.RWKV)
       for name in ("rwkv6", "rwkv6qwen2", "rwkv7", "arwkv7")),
@@ -277,9 +276,9 @@ _ROWS = (
     # --- hybrids (llm_arch_is_hybrid). The default attention filter of llama_memory_hybrid is !is_recr over
     # all n_layer_all layers (src/llama-memory-hybrid.cpp:48-50): NextN layers ARE in the main cache, unless
     # create_memory passes il < n_layer() filters (qwen3next/qwen35/qwen4exp/minimax-01, 2698-2704; glm5-next)
-    A("qwen35", L.INTERVAL, "qwen35", SSM_KEYS, recurrent_state=_SSM),
-    A("qwen35moe", L.INTERVAL, "qwen35", SSM_KEYS, recurrent_state=_SSM, expert_ffn_key=_EXP_FF),
-    A("qwen3next", L.INTERVAL, "qwen35", SSM_KEYS, recurrent_state=_SSM, expert_ffn_key=_EXP_FF),
+    A("qwen35", L.INTERVAL, required_keys=SSM_KEYS, recurrent_state=_SSM),
+    A("qwen35moe", L.INTERVAL, required_keys=SSM_KEYS, recurrent_state=_SSM, expert_ffn_key=_EXP_FF),
+    A("qwen3next", L.INTERVAL, required_keys=SSM_KEYS, recurrent_state=_SSM, expert_ffn_key=_EXP_FF),
     # M/qwen4exp.cpp:36-64,131-145: llama_memory_hybrid_idx (src/llama-model.cpp:2706-2711,2734-2755): an indexer
     # K cache on the trunk attention layers; a PLE conv row on the ple.layers layer (llama-memory-recurrent.cpp:109-114)
     A("qwen4exp", L.INTERVAL, required_keys=(*SSM_KEYS, K.INDEXER_KEY_LENGTH, K.HYPER_CONNECTION_COUNT),
@@ -289,13 +288,13 @@ _ROWS = (
     A("minimax-01", L.INTERVAL, recurrent_state=RecurrentState.LIGHTNING, recurrent_interval=8),
     # recurrent iff head_count_kv[il] == 0 on trunk layers (M/granite-hybrid.cpp:22-25, M/jamba.cpp:11-13,
     # M/plamo2.cpp:18-20, M/lfm2.cpp:11-13, M/lfm2moe.cpp:12-14); default hybrid filter: NextN layers cached
-    A("granitehybrid", L.KV_ZERO, "granite_hybrid", SSM_KEYS, recurrent_state=_SSM, nextn_cached=True,
+    A("granitehybrid", L.KV_ZERO, required_keys=SSM_KEYS, recurrent_state=_SSM, nextn_cached=True,
       expert_ffn_key=_FF),
-    A("jamba", L.KV_ZERO, "jamba", MAMBA1_SSM_KEYS, recurrent_state=RecurrentState.MAMBA1, nextn_cached=True,
+    A("jamba", L.KV_ZERO, required_keys=MAMBA1_SSM_KEYS, recurrent_state=RecurrentState.MAMBA1, nextn_cached=True,
       expert_ffn_key=_FF),
     A("plamo2", L.KV_ZERO, required_keys=SSM_KEYS, recurrent_state=_SSM, nextn_cached=True),
     # M/lfm2.cpp:26-31: sliding_window > 0 makes every attention layer SWA (llama_memory_hybrid_iswa)
-    A("lfm2", L.KV_ZERO, "lfm2", (K.SHORTCONV_L_CACHE,), swa=SwaRule.ATTENTION,
+    A("lfm2", L.KV_ZERO, required_keys=(K.SHORTCONV_L_CACHE,), swa=SwaRule.ATTENTION,
       recurrent_state=RecurrentState.SHORTCONV, nextn_cached=True),
     A("lfm2moe", L.KV_ZERO, required_keys=(K.SHORTCONV_L_CACHE,), recurrent_state=RecurrentState.SHORTCONV,
       nextn_cached=True),
@@ -312,12 +311,12 @@ _ROWS = (
       recurrent_state=_KDA, indexer=Indexer.KPOOL),
     # M/nemotron-h.cpp:14-16 and src/llama-model.cpp:2691-2697: head_count_kv and feed_forward_length per layer;
     # the attention filter has no il < n_layer() check (NextN layers with ff 0 are cached)
-    A("nemotron_h", L.NEMOTRON_H, "nemotron_h", SSM_KEYS, recurrent_state=_SSM, nextn_cached=True),
+    A("nemotron_h", L.NEMOTRON_H, required_keys=SSM_KEYS, recurrent_state=_SSM, nextn_cached=True),
     # src/models/nemotron-h.cpp (shared with nemotron_h_moe): n_ff_exp(i) ? : n_ff(i) / n_expert_used(i)
-    A("nemotron_h_moe", L.NEMOTRON_H, "nemotron_h", SSM_KEYS, recurrent_state=_SSM, nextn_cached=True,
+    A("nemotron_h_moe", L.NEMOTRON_H, required_keys=SSM_KEYS, recurrent_state=_SSM, nextn_cached=True,
       expert_ffn_key=_EXP_FF),
     # M/falcon-h1.cpp:14 and src/llama-model.cpp:2688-2690: both filters true on every layer
-    A("falcon-h1", L.PARALLEL, "falcon_h1", SSM_KEYS, recurrent_state=_SSM, nextn_cached=True),
+    A("falcon-h1", L.PARALLEL, required_keys=SSM_KEYS, recurrent_state=_SSM, nextn_cached=True),
 
     # --- no cache at all: create_memory returns nullptr (src/llama-model.cpp:2358-2374)
     *(A(name, L.NO_CACHE) for name in sorted(NO_CACHE_ARCHS)),
@@ -343,7 +342,6 @@ ARCHITECTURES: dict[str, Architecture] = {row.name: row for row in _ROWS}
 assert len(ARCHITECTURES) == len(_ROWS), "an architecture has two rows"
 SUPPORTED: tuple[str, ...] = tuple(sorted(name for name, row in ARCHITECTURES.items() if row.has_rule))
 NO_RULE: tuple[str, ...] = tuple(sorted(name for name, row in ARCHITECTURES.items() if not row.has_rule))
-TWINNED: tuple[str, ...] = tuple(sorted(name for name, row in ARCHITECTURES.items() if row.twin_family))
 
 
 def lookup(arch: str) -> Architecture | None:

@@ -22,7 +22,7 @@ import pytest
 from llamabench.core.errors import EngineError, UnsupportedArchitecture
 from llamabench.core.units import MIB
 from llamabench.jobs.twin import generic
-from llamabench.jobs.twin.build import family_for, write_twin
+from llamabench.jobs.twin.build import write_twin
 from llamabench.llama.user_model import GgufValue
 from llamabench.llama.worker import dry_runs, model_tensors
 from llamabench.memory.allocations import PRINTED_TOLERANCE_BYTES, bytes_equal
@@ -178,13 +178,12 @@ def test_a_full_shape_twin_is_sparse_and_sized_as_the_model(tmp_path):
     assert all(c.ok for c in compare(inspect(meta, params).footprint, dry.allocations))
 
 
-def test_an_architecture_without_a_family_gets_a_geometry_twin(tmp_path):
+def test_a_big_model_gets_a_small_geometry_twin(tmp_path):
     meta = ModelMetadata(source="catalog:big-starcoder2", architecture="starcoder2", keys={
         "general.architecture": "starcoder2", "starcoder2.block_count": 4, "starcoder2.context_length": 16384,
         "starcoder2.embedding_length": 4608, "starcoder2.feed_forward_length": 18432,
         "starcoder2.attention.head_count": 36, "starcoder2.attention.head_count_kv": 4,
         "starcoder2.attention.layer_norm_epsilon": 1e-5, "starcoder2.vocab_size": 49152})
-    assert family_for("starcoder2") is None
     twin = write_twin(meta, tmp_path / "sc2.gguf", require_layout=False)
     shapes = {t.name: t.shape for t in gguf_file.read_metadata(twin.path).tensors}
     assert shapes["blk.0.attn_k.weight"] == (4608, 512)  # the cache geometry kept
@@ -192,3 +191,18 @@ def test_an_architecture_without_a_family_gets_a_geometry_twin(tmp_path):
     assert shapes["token_embd.weight"] == (4608, 259)  # the vocabulary shrunk
     dry = dry_runs(str(twin.path), [Params(n_ctx=4096, n_threads=1)])[0]
     assert dry.allocations.kv_caches[0].size_mib == 4 * 2 * 512 * 4096 * 2 / 2**20
+
+
+def test_a_weight_only_key_llama_cpp_names_missing_is_stated_at_its_default():
+    """A catalog entry sources what sizes a cache, not a norm epsilon llama.cpp still requires."""
+    keys = generic.with_vocab(every_arch.metadata("llama"))
+    del keys["llama.attention.layer_norm_rms_epsilon"]
+    with pytest.raises(EngineError, match="key not found in model: llama.attention.layer_norm_rms_epsilon"):
+        model_tensors(keys)
+    listed, tensors = generic.listed_tensors(keys)
+    assert listed["llama.attention.layer_norm_rms_epsilon"] == generic.WEIGHT_ONLY_DEFAULTS[
+        "attention.layer_norm_rms_epsilon"]
+    assert "blk.0.attn_k.weight" in {t.name for t in tensors}
+    del keys["llama.block_count"]  # a key that shapes the model is never guessed
+    with pytest.raises(EngineError, match="llama.block_count"):
+        generic.listed_tensors(keys)

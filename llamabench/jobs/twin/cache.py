@@ -20,24 +20,22 @@ from ...world.outputs import OutputError
 from ...world.paths import CACHE_ENV, cache_dir
 from ...world.private import private_folder, trusted_file
 from ...world.versions import LLAMA_CPP_PYTHON_VERSION
-from . import build, context, generic, writer
-from .build import family_for, write_twin
+from . import build, generic, writer
+from .build import write_twin
 
 
 def cached_file(kind_folder: str, meta: ModelMetadata, label: str, extra_files: Iterable[str],
                 write: Callable[[ModelMetadata, Path], object]) -> Path:
     """`cache_dir()/kind_folder/label-DIGEST.gguf`, written by `write(meta, path)` when absent.
 
-    The digest covers the source keys and the code that writes the file: the architecture table, the
-    writer, the twin builder and context, the architecture's family module, and `extra_files` (a
-    caller's own module).
+    The digest covers the source keys, the llama.cpp version (the tensors are llama.cpp's own list) and the
+    code that writes the file: the architecture table, the writer, the twin builder, the generic writer and
+    its llama.cpp model, and `extra_files` (a caller's own module).
     """
-    family = family_for(meta.architecture)
-    family_files = [family.__file__] if family is not None else [generic.__file__, user_model.__file__]
-    files = [architectures.__file__, build.__file__, context.__file__, writer.__file__, *family_files, *extra_files]
+    files = [architectures.__file__, build.__file__, generic.__file__, user_model.__file__, writer.__file__,
+             *extra_files]
     digest = hashlib.sha256(json.dumps(sorted(meta.keys.items()), default=str).encode())
-    if family is None:  # the generic writer's tensors are llama.cpp's own: its version is in the key too
-        digest.update(LLAMA_CPP_PYTHON_VERSION.encode())
+    digest.update(LLAMA_CPP_PYTHON_VERSION.encode())
     for name in files:
         digest.update(Path(name).read_bytes())
     name = f"{label[:100]}-{digest.hexdigest()[:10]}.gguf"
@@ -76,5 +74,5 @@ def _write_any_twin(meta: ModelMetadata, path: Path):
 
 
 def cached_twin(meta: ModelMetadata, label: str) -> Path:
-    """A catalog model's geometry twin, of any architecture (llama.cpp's own tensor list where no family writes it)."""
+    """A catalog model's geometry twin, of any architecture (llama.cpp's own tensor list)."""
     return cached_file("twins", meta, label, (), _write_any_twin)

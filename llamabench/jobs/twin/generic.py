@@ -10,12 +10,13 @@ full-shape twin (every real size) takes a few MB of disk.
   vocabulary, FFN and expert widths and the expert count shrunk (none of them sizes a cache), big matrices
   stored in 1.69 bits a weight; where llama.cpp refuses the shrunk keys, the real ones.
 - `write_generic_shape_twin`: every real size and the real vocabulary, for llama.cpp's compute buffers.
-This is the twin writer of every architecture without a hand-written family (`build.family_for`).
+This is the twin writer of every architecture (build.write_twin, shape.write_shape_twin).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,23 +27,37 @@ import gguf
 from ...core.errors import EngineError, LlamabenchError
 from ...llama import worker
 from ...llama.user_model import GGUF_TYPE_IDS, INT_TYPES, GgufValue, Metadata, TensorShape
+from ...memory.footprint import compute_footprint
+from ...memory.verification import all_ok, compare
 from ...model import gguf_keys as K
 from ...model.layout import geometry_from_metadata
 from ...model.metadata import ModelMetadata
 from ...settings.params import Params
 from .writer import GGML_TYPE_NAMES, N_VOCAB, TensorSpec, write_gguf
 
-GENERIC = "generic"  # the twin family name that means this writer
 TWIN_NAME = "llamabench twin"  # general.name: never the model's own (llama-vocab.cpp special-cases phi3 by name)
 # not copied from the source: llama.cpp reads general.* for the name only; the vocabulary is the twin's own;
 # a split set's keys would make llama.cpp look for the other parts
 DROPPED_PREFIXES = ("general.", "tokenizer.", "split.", "adapter.", "quantize.", "imatrix.")
 KEPT_TOKENIZER_KEYS = ("tokenizer.ggml.token_type_count",)  # sizes a tensor (BERT's token_types)
 SMALL_FF, SMALL_FF_EXP, SMALL_N_EXPERT = 64, 32, 4
+SMALL_EMBD = 256  # a geometry twin's hidden size, where no cache or state depends on it (narrowed)
 COMPACT_MIN_ELEMENTS = 1 << 20  # smaller tensors stay f32, as llama.cpp created them
 COMPACT_ROW = 256  # tq1_0's block: a row of a multiple of it can be stored in 1.69 bits a weight
 KEEP_F32 = ("norm", "conv", "ssm_a", "ssm_d", "time_", "pos_embd")  # read by ops other than a matmul
 VALIDATE_N_CTX = 256
+
+# keys llama.cpp requires that size no cache and that a catalog entry may leave out (it sources what sizes a cache):
+# stated, with these values, only when llama.cpp names one missing ("key not found in model: ARCH.SUFFIX")
+WEIGHT_ONLY_DEFAULTS = {
+    "attention.layer_norm_rms_epsilon": GgufValue("f32", 1e-6),
+    "attention.layer_norm_epsilon": GgufValue("f32", 1e-5),  # nemotron_h's MTP head norm, read even without one
+    "rope.freq_base": GgufValue("f32", 10000.0),
+    "rope.dimension_sections": GgufValue("i32", (11, 11, 10, 0)),  # qwen35 / qwen35moe's M-RoPE sections
+    "expert_shared_count": GgufValue("u32", 0),
+    "leading_dense_block_count": GgufValue("u32", 0),
+}
+_MISSING_KEY = re.compile(r"key not found in model: (\S+)")
 
 _TYPE_NAMES = {i: name for name, i in GGUF_TYPE_IDS.items()}
 _ARRAY = 9  # GGUFValueType.ARRAY
@@ -84,19 +99,11 @@ def _stated(value, types: tuple[int, ...] | None) -> GgufValue:
     return GgufValue(kind, value)
 
 
-# keys llama.cpp requires of some architectures that no cache or tensor shape depends on: a catalog entry's twin
-# gets these where the entry leaves them out (the hand-written families set the same, twin/build.py twin_keys)
-NEUTRAL_DEFAULTS = (("attention.layer_norm_rms_epsilon", 1e-6), ("attention.layer_norm_epsilon", 1e-5),
-                    ("rope.freq_base", 10000.0))
-
-
 def typed_metadata(meta: ModelMetadata) -> dict[str, GgufValue]:
     """The model's keys a twin keeps, each with its GGUF type (as the file states it, else inferred)."""
     out = {key: _stated(value, meta.value_types.get(key)) for key, value in meta.keys.items()
            if not key.startswith(DROPPED_PREFIXES) or key in KEPT_TOKENIZER_KEYS}
     out["general.architecture"] = GgufValue("str", meta.architecture)
-    for suffix, value in NEUTRAL_DEFAULTS:  # what a catalog entry may leave out and no layout depends on
-        out.setdefault(f"{meta.architecture}.{suffix}", GgufValue("f32", value))
     return out
 
 
@@ -161,7 +168,7 @@ def twin_tensors(tensors: tuple[TensorShape, ...]) -> tuple[TensorShape, ...]:
 def _dtype(t: TensorShape, compact: bool) -> str:
     """How a tensor is stored: as llama.cpp created it (f32), or where `compact` a big matrix in tq1_0 (1.69 bits
     a weight) where its row allows, else f16. Not q4_0 / q8_0: on CPUs with AMX those go to the AMX buffer type,
-    whose matmul crashed on small matrices (families/mamba2._big)."""
+    whose matmul crashed (SIGSEGV in ggml_backend_amx_mul_mat) on a q4_0 {32, 4096} matrix."""
     if (compact and len(t.shape) >= 2 and t.n_elements >= COMPACT_MIN_ELEMENTS
             and not any(word in t.name for word in KEEP_F32)):
         return "tq1_0" if t.shape[0] % COMPACT_ROW == 0 else "f16"
@@ -221,6 +228,23 @@ def shrunk(metadata: Metadata) -> dict[str, GgufValue]:
     return keys
 
 
+def listed_tensors(metadata: Metadata) -> tuple[dict[str, GgufValue], tuple[TensorShape, ...]]:
+    """The tensors llama.cpp creates for `metadata`, and the keys they were listed for: the metadata, with each
+    weight-only key llama.cpp names missing stated at its default (WEIGHT_ONLY_DEFAULTS). EngineError otherwise."""
+    keys = dict(metadata)
+    prefix = keys["general.architecture"].value + "."
+    while True:
+        try:
+            return keys, worker.model_tensors(keys)
+        except EngineError as exc:
+            missing = _MISSING_KEY.search(str(exc))
+            name = missing.group(1) if missing else ""
+            default = WEIGHT_ONLY_DEFAULTS.get(name.removeprefix(prefix)) if name.startswith(prefix) else None
+            if default is None or name in keys:
+                raise
+            keys[name] = default
+
+
 def _dry_run_ok(path: Path) -> bool:
     """Whether llama.cpp loads the twin and creates a context (a stored type some op cannot read aborts it)."""
     try:
@@ -228,6 +252,51 @@ def _dry_run_ok(path: Path) -> bool:
     except EngineError:
         return False
     return True
+
+
+def _plain(metadata: Metadata) -> ModelMetadata:
+    arch = metadata["general.architecture"].value
+    return ModelMetadata(source="twin", architecture=arch, keys={k: v.value for k, v in metadata.items()})
+
+
+def _cache_signature(metadata: Metadata) -> tuple | None:
+    """Everything of the layout that sizes a cache or a state (the layers, their widths, the recurrent state, the
+    window, the MTP layers), without the hidden size; None where llamabench has no rule for the architecture."""
+    try:
+        g = geometry_from_metadata(_plain(metadata))
+    except LlamabenchError:
+        return None
+    return (g.layers, g.mtp_layers, g.n_swa, g.is_mla, g.recurrent_r_width, g.recurrent_s_width, g.v_width_max,
+            g.index_v_width_max, g.n_layer, g.n_layer_nextn)
+
+
+def narrowed(metadata: Metadata) -> dict[str, GgufValue] | None:
+    """The keys with the hidden size cut to SMALL_EMBD, the head sizes it implied stated (key_length defaults to
+    n_embd / n_head in llama.cpp); None where that would change a cache or a state, or it is small already."""
+    keys = dict(metadata)
+    p = keys["general.architecture"].value + "."
+    embd = keys.get(p + K.EMBEDDING_LENGTH)
+    heads = keys.get(p + K.HEAD_COUNT)
+    if embd is None or embd.is_array or embd.type not in INT_TYPES or embd.value <= SMALL_EMBD:
+        return None
+    n_head = max(heads.value) if heads is not None and heads.is_array and heads.value else (
+        heads.value if heads is not None and not heads.is_array else 0)
+    for suffix in (K.KEY_LENGTH, K.VALUE_LENGTH):
+        if p + suffix not in keys and n_head:
+            keys[p + suffix] = GgufValue("u32", embd.value // n_head)
+    keys[p + K.EMBEDDING_LENGTH] = GgufValue(embd.type, SMALL_EMBD)
+    before = _cache_signature(metadata)
+    return keys if before is not None and _cache_signature(keys) == before else None
+
+
+def _llama_sizes_as_theory(path: Path, metadata: Metadata) -> bool:
+    """Whether llama.cpp creates a context of the twin and sizes its caches as the theory of `metadata` does."""
+    params = Params(n_ctx=VALIDATE_N_CTX)
+    try:
+        dry = worker.dry_runs(str(path), [params])[0]
+    except EngineError:
+        return False
+    return all_ok(compare(compute_footprint(geometry_from_metadata(_plain(metadata)), params), dry.allocations))
 
 
 def _layer_kinds(metadata: Metadata) -> list | None:
@@ -257,14 +326,22 @@ def write_generic_twin(meta: ModelMetadata, out_path: str | os.PathLike, *,
     its real keys; EngineError with llama.cpp's reason where it refuses both."""
     real = typed_metadata(meta)
     real["general.name"] = GgufValue("str", f"{TWIN_NAME} (geometry)")
+    narrow = narrowed(shrunk(real))
+    if narrow is not None:  # a narrow hidden size where no cache depends on it, llama.cpp sizing it as the theory
+        try:
+            keys, tensors = listed_tensors(with_vocab(narrow, N_VOCAB))
+            twin = _write_checked(keys, tensors, out_path, progress)
+            if _llama_sizes_as_theory(twin.path, real):
+                return twin
+        except EngineError:
+            pass  # llama.cpp refuses the narrow keys: the real hidden size below
     layout = _layer_kinds(real)
     refused: EngineError | None = None
     for keys in (shrunk(real), real):
         if layout is not None and keys is not real and _layer_kinds(keys) != layout:
             continue
-        keys = with_vocab(keys, N_VOCAB)
         try:
-            tensors = worker.model_tensors(keys)
+            keys, tensors = listed_tensors(with_vocab(keys, N_VOCAB))
         except EngineError as exc:
             refused = refused or exc
             continue
@@ -276,5 +353,5 @@ def write_generic_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike, n
     """Every real size and the real vocabulary size (`n_vocab`), all data zero, big matrices in tq1_0."""
     keys = typed_metadata(meta)
     keys["general.name"] = GgufValue("str", f"{TWIN_NAME} (shape)")
-    keys = with_vocab(keys, n_vocab)
-    return _write_checked(keys, worker.model_tensors(keys), out_path, None)
+    keys, tensors = listed_tensors(with_vocab(keys, n_vocab))
+    return _write_checked(keys, tensors, out_path, None)
