@@ -224,7 +224,8 @@ def _spec_cost(result: FitResult, rows: list[FitRow]) -> list[str]:
         lines.append(f"{spec_label(r.settings.spec_type)} costs {extra} GiB more on the card{'s' if r.multi else ''} "
                      f"({r.settings.type_k}/{r.settings.type_v} KV, {where}: "
                      + ", ".join(f"{name} +{_gib(d)}" for name, d in parts)
-                     + f"); max n_ctx {r.max_n_ctx or 'none'} against {base.max_n_ctx or 'none'}")
+                     + ")" + (f"; max n_ctx {r.max_n_ctx or 'none'} against {base.max_n_ctx or 'none'}"
+                              if r.max_n_ctx or base.max_n_ctx else ""))
     return lines
 
 

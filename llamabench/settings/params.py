@@ -237,7 +237,6 @@ _OPTIONS = (
     _p("max_depth", ["--max-depth"], tokens, None, "deepest bench depth"),
     _p("matrix", ["--matrix"], on_off, False, "run the whole exactness matrix instead of one cell",
        action="store_true"),
-    _p("seed", ["--seed"], nonneg_int, 0, "seed of the random weights"),
     _p("card", ["--card"], text, None, "a card from the speed table"),
     _p("bandwidth", ["--bandwidth"], positive_float, None, "memory bandwidth in GB/s (instead of --card)"),
     _p("tflops", ["--tflops"], positive_float, None, "FP32 TFLOPS with --bandwidth (default: bytes only)"),
