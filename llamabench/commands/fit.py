@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .. import api
 from ..render.fit import render_text, render_verification
+from ..render.progress import StatusLine
 from ..settings import arguments
 from . import SUMMARY
 from .output import keywords, show
@@ -63,7 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     # -ngl / --n-cpu-moe not given (an empty list): api.fit searches the placements
     given = {k: v for k, v in keywords(args, api.FIT_PARAMS).items() if not (k == "spec_type" and v is None)}
-    record = api.fit(args.model, **keywords(args, OPTIONS), **given)
+    line = StatusLine(enabled=sys.stderr.isatty())
+    try:
+        record = api.fit(args.model, **keywords(args, OPTIONS), **given, progress=line)
+    finally:
+        line.close()
 
     def render(r, fmt: str) -> str:
         text = render_text(r.fit, fmt)

@@ -50,3 +50,24 @@ class Progress:
         if self.enabled:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
+
+
+class StatusLine:
+    """A line on stderr rewritten in place, shown once the work has taken a second; silent off a terminal."""
+
+    def __init__(self, enabled: bool, after_s: float = 1.0):
+        self.enabled, self.after_s = enabled, after_s
+        self.start = time.perf_counter()
+        self.shown = False
+
+    def __call__(self, text: str) -> None:
+        elapsed = time.perf_counter() - self.start
+        if self.enabled and elapsed >= self.after_s:
+            sys.stderr.write(f"\r\033[K{text} ({elapsed:.0f} s)")
+            sys.stderr.flush()
+            self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
+import llamabench as lb
 from llamabench.cli import main
 
 
@@ -118,3 +121,16 @@ def test_an_architecture_without_a_layout_rule_is_fitted_with_llama_cpps_caches(
     before = small.fit.rows[0]
     assert row.parts.kv > 0 and row.host.kv > 4 * before.host.kv > 0  # the host's layer grows with n_ctx, measured
     assert large.verify is not None and large.verify.ok
+
+
+def test_a_fit_tells_its_progress(gemma, tmp_path):
+    """Each dry run llama.cpp answers is told as a line (the command shows it on stderr once a second has gone):
+    the first fit of a file makes some, a second of the same file asks llama.cpp nothing it answered before."""
+    copy = tmp_path / "fresh.gguf"
+    shutil.copyfile(gemma, copy)
+    lines: list[str] = []
+    lb.fit(str(copy), n_ctx=8192, vram=["2GiB"], emulate=True, progress=lines.append)
+    assert lines and lines[0].startswith("fit: llama.cpp dry run 1: n_ctx ")
+    again: list[str] = []
+    lb.fit(str(copy), n_ctx=8192, vram=["2GiB"], emulate=True, progress=again.append)
+    assert again == []

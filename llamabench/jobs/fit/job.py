@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
+from typing import Callable
 
 import numpy as np
 
@@ -63,6 +64,8 @@ def run_fit(request: FitRequest) -> FitAnswer:
                               draft=request.draft is not None)
     if request.draft is not None:
         session.add_draft(request.draft, request.draft_ngl)
+    if request.progress is not None:
+        session.tell(request.progress)
     server_args = request.server_args + session_args(request, source, session)
     if any(p.kind is PlacementKind.N_CPU_MOE for p in request.placements) and not session.weights.has_experts():
         raise UsageError(f"{request.model} has no routed experts: --n-cpu-moe does not apply")
@@ -361,6 +364,17 @@ class FitSession:
     probe_options: dict = {}  # the devices the dry runs use, for a draft model's own
     draft: "tuple[Fitter, Placement] | None" = None  # -md: the draft model's fitter and placement (-ngld)
     draft_hint: str = ""  # -md as the printed command names it
+
+    def tell(self, progress: Callable[[str], None]) -> None:
+        """A line at each dry run llama.cpp answers (the searches run many: each a context created with no_alloc)."""
+        def line(settings: Params, n: int, who: str = "") -> None:
+            spec = "" if settings.spec_type == speculative.NONE else f", {settings.spec_type}"
+            progress(f"fit: llama.cpp dry run {n}{who}: n_ctx {settings.n_ctx:,}, {settings.type_k}/"
+                     f"{settings.type_v}, -ngl {settings.n_gpu_layers}{spec}")
+
+        self.probe.on_dry_run = line
+        if self.draft is not None:
+            self.draft[0].compute_bytes.on_dry_run = lambda s, n: line(s, n, " of the draft model")
 
     def add_draft(self, path: str, n_gpu_layers: int | None) -> None:
         """llama-server's draft model (-md): its weights by -ngld, its context beside the target's (the target's

@@ -59,6 +59,7 @@ class FitRequest:
     spec_given: str | None = None
     draft: str | None = None  # -md: llama-server's draft model (draft-simple), a GGUF file
     draft_ngl: int | None = None  # -ngld; None: all its layers on the card
+    progress: "Callable[[str], None] | None" = None  # told a line at each dry run llama.cpp answers
 
     @property
     def n_cards(self) -> int:
@@ -70,7 +71,7 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                 ram=None, cpu_only: bool = False, reserve=None, verify: bool = False, emulate: bool = False,
                 mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None,
                 remote: bool = False, runtime=None, n_seq=None, kv_unified=None, cache_ram=None, ctx_checkpoints=None,
-                rpc=None, model_draft=None, n_gpu_layers_draft=None) -> FitRequest:
+                rpc=None, model_draft=None, n_gpu_layers_draft=None, progress=None) -> FitRequest:
     """`lb.fit`'s arguments checked and parsed (`params`: the schema's, by name); `local_budgets` gives the
     budgets without --vram (a GPU build's free memory)."""
     given = {k: v for k, v in params.items()}
@@ -122,7 +123,7 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                       draft=_draft(model_draft, verify=verify, n_cards=max(len(b.devices) for b in budgets)),
                       draft_ngl=None if n_gpu_layers_draft is None else parse_value("n_gpu_layers_draft",
                                                                                      n_gpu_layers_draft, listed=False),
-                      **split)
+                      progress=progress if callable(progress) else None, **split)
 
 
 def _spec_given(values: dict[str, Any], params: dict[str, Any], model_draft, config: RuntimeConfig) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from contextlib import ExitStack
+from typing import Callable
 
 from ...core.errors import ContextRefused, LlamabenchError
 from ...llama.devices import buffer_name
@@ -141,6 +142,8 @@ class ComputeProbe:
                     raise ContextRefused(self._refused[key]) from None
                 raise
             self.calls += 1
+            if self.on_dry_run is not None:
+                self.on_dry_run(settings, self.calls)
             self.backends |= set(alloc.compute_buffers_mib)
             total, host = alloc.compute_and_output_bytes, alloc.device(HOST).compute
             weights: dict = {}
@@ -165,6 +168,7 @@ class ComputeProbe:
         return self._memo[key]
 
     weights_unread: str | None = None  # why a dry run on real devices had no breakdown (no shim), where it had none
+    on_dry_run: "Callable[[Params, int], None] | None" = None  # progress: each dry run llama.cpp answered
 
     @property
     def weights_from_backend(self) -> bool:
