@@ -221,9 +221,9 @@ _OPTIONS = (
     _p("no_mmproj_offload", ["--no-mmproj-offload"], on_off, False,
        "keep the projector in system RAM, as llama-server's --no-mmproj-offload", action="store_true"),
     _p("quant", ["--quant"], text, None, "a catalog model's published quant (e.g. Q4_K_M)"),
-    _p("model_draft", ["-md", "--model-draft", "--spec-draft-model"], path, None,
-       "llama-server's draft model (--spec-type draft-simple): a GGUF file, sized beside the target on the same "
-       "devices", metavar="FILE"),
+    _p("model_draft", ["-md", "--model-draft", "--spec-draft-model"], text, None,
+       "llama-server's draft model (--spec-type draft-simple): a GGUF file, https:// or hf:// URL, or a catalog id, "
+       "sized beside the target on the same devices", metavar="MODEL"),
     _p("n_gpu_layers_draft", ["-ngld", "--spec-draft-ngl", "--n-gpu-layers-draft"], nonneg_int, None,
        "the draft model's layers on the card (default: all, as llama-server)"),
     _p("remote", ["--remote"], on_off, False, "a catalog id: read the real header of its published --quant "

@@ -380,22 +380,22 @@ class FitSession:
         """llama-server's draft model (-md): its weights by -ngld, its context beside the target's (the target's
         cells and slots, -ctkd/-ctvd) and its own compute, each from its own file and dry runs, on the same
         devices; no prompt cache or checkpoints of its own."""
-        source = resolve(path)
-        if source.path is None:
-            raise UsageError(f"-md {path}: give the draft model's GGUF file", hint="a local .gguf")
-        meta = source.llama_metadata
+        source = resolve(path)  # a GGUF file, a URL's header, or a catalog id (its published size on a shape twin)
+        file = _weights_file(source, self.verify_path is not None)
+        meta = file.meta
         geometry = fit_geometry(meta)
         recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
-        weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis="the draft GGUF's tensor infos")
-        probe = ComputeProbe(str(source.path), **self.probe_options)
+        weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis=file.basis, scale_to_bytes=file.scale)
+        probe = ComputeProbe(file.path, **self.probe_options, read_weights=file.scale is None)
         self.draft_probe = probe
         fitter = Fitter(geometry, weights, probe, reserve=0, ram_mode=self.ram_mode,
                         runtime=RuntimeConfig(cache_ram_mib=0, ctx_checkpoints=0))
         self.draft = (fitter, Placement(PlacementKind.ALL) if n_gpu_layers is None
                       else Placement(PlacementKind.NGL, n_gpu_layers))
-        self.draft_hint = str(path) + ("" if n_gpu_layers is None else f" -ngld {n_gpu_layers}")
-        self.basis["draft"] = (f"-md {path}: {geometry.architecture}, {weights.total_bytes / GIB:.2f} GiB of weights "
-                               "from its tensor infos, placed by -ngld (all layers by default) on the same devices; "
+        shown = path if source.path is not None and not source.url else file.hint
+        self.draft_hint = str(shown) + ("" if n_gpu_layers is None else f" -ngld {n_gpu_layers}")
+        self.basis["draft"] = (f"-md {shown}: {geometry.architecture}, {weights.total_bytes / GIB:.2f} GiB of weights "
+                               f"({file.basis}), placed by -ngld (all layers by default) on the same devices; "
                                "its context at the target's cells and slots (-ctkd/-ctvd), KV from its metadata, "
                                "compute from its own dry runs at each n_ctx")
 

@@ -120,7 +120,7 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                       speculative=Params(spec_draft_n_max=values["spec_draft_n_max"],
                                          type_k_draft=values["type_k_draft"], type_v_draft=values["type_v_draft"]),
                       spec_given=_spec_given(values, params, model_draft, config),
-                      draft=_draft(model_draft, verify=verify, n_cards=max(len(b.devices) for b in budgets)),
+                      draft=_draft(model_draft, n_cards=max(len(b.devices) for b in budgets)),
                       draft_ngl=None if n_gpu_layers_draft is None else parse_value("n_gpu_layers_draft",
                                                                                      n_gpu_layers_draft, listed=False),
                       progress=progress if callable(progress) else None, **split)
@@ -137,11 +137,13 @@ def _spec_given(values: dict[str, Any], params: dict[str, Any], model_draft, con
     return given
 
 
-def _draft(model_draft, *, verify: bool, n_cards: int) -> str | None:
-    """-md: a local GGUF file (checked when read); one card for now."""
+def _draft(model_draft, *, n_cards: int) -> str | None:
+    """-md: a GGUF file, a URL or a catalog id (checked when read); one card for now."""
     if model_draft is None:
         return None
-    text = str(parse_value("model_draft", model_draft, listed=False))
+    text = str(model_draft).strip()
+    if not text:
+        raise UsageError("-md: give the draft model (a GGUF file, a URL or a catalog id)")
     if n_cards > 1:
         raise UsageError("-md with several cards: the draft's own split over them is not sized yet",
                          hint="fit on one card, or leave out -md")
