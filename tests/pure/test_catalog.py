@@ -31,6 +31,7 @@ def test_catalog_covers_the_families():
     archs = {e.metadata.architecture for e in ENTRIES}
     assert {"qwen35moe", "qwen3moe", "gemma3", "gpt-oss", "granitehybrid", "deepseek2"} <= archs
     assert {"gemma4", "qwen35", "glm4moe", "nemotron_h_moe", "kimi-linear", "lfm2moe", "exaone4", "llama4"} <= archs
+    assert {"phi3", "mistral3", "olmo2"} <= archs
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
