@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -68,6 +69,9 @@ def tokenizer_json(gguf_path: str, out: Path) -> Path:
     return out
 
 
+PROMPT_EVAL = re.compile(r"prompt eval time =\s+[\d.]+ ms /\s+(\d+) tokens")
+
+
 def local_home(tmp: Path) -> Path:
     """A HOME whose llama-benchy cache already holds the book of BOOK_URL: local text, nothing downloaded."""
     home = tmp / "home"
@@ -83,11 +87,13 @@ def run_benchy(a, url: str, tokenizer: Path, home: Path, out: Path) -> tuple[dic
     cmd = [a.benchy, "--base-url", f"{url}/v1", "--model", "local/gguf", "--tokenizer", str(tokenizer),
            "--book-url", BOOK_URL,
            "--pp", str(a.p), "--tg", str(a.n), "--depth", *a.d.split(","), "--runs", str(a.r),
-           "--enable-prefix-caching", "--exact-tg", "--skip-coherence", "--format", "json", "--save-result", str(out)]
+           "--enable-prefix-caching", "--exit-on-first-fail", "--exact-tg", "--skip-coherence", "--format", "json",
+           "--save-result", str(out)]
     env = {**os.environ, "HOME": str(home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     t0 = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
+    out.with_suffix(".log").write_text(done.stdout + "\n" + done.stderr)  # kept: what llama-benchy said
     if done.returncode != 0 or not out.exists():
         raise SystemExit(f"llama-benchy failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     got: dict[str, float] = {}
@@ -138,8 +144,14 @@ def main() -> None:
                     got, wall = run_ours(a, server.url, tmp, round_)
                     ours_runs.append(got)
                 else:
+                    seen = len(server.log())
                     got, wall = run_benchy(a, server.url, tokenizer, home, tmp / f"benchy-{round_}.json")
                     theirs_runs.append(got)
+                    # the server's own count of the tokens each llama-benchy request made it process: about d for
+                    # a context load, about P for a warm follow-up, d + P for one that missed the prompt cache
+                    counts = PROMPT_EVAL.findall(server.log()[seen:])
+                    print(f"round {round_ + 1} llama-benchy: tokens the server processed per request: "
+                          + ", ".join(counts), file=sys.stderr)
                 walls[tool].append(wall)
                 print(f"round {round_ + 1} {tool}: {wall:.1f} s: " + ", ".join(f"{k} {v:.2f}" for k, v in got.items()),
                       file=sys.stderr, flush=True)

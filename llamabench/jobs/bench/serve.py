@@ -141,6 +141,11 @@ class Session:
             if any(n < test.n_tokens for n in took):
                 raise EngineError(f"{test.name}: the server processed {min(took)} of the {test.n_tokens} new prompt "
                                   "tokens (the rest came from a cache): the prefill was not timed")
+            cached = [int(a.timings["cache_n"]) for a in answers if "cache_n" in a.timings]
+            if d and any(n < d for n in cached):  # the fill lost: a cold d + P prefill would be timed as P
+                raise EngineError(f"{test.name}: the server found {min(cached)} of the {d} context tokens in its "
+                                  "prompt cache: the follow-up was not on a warm context (a slot reused, or the "
+                                  "cache evicted)")
             return sample, tuple(_request(a, a.first_ns - a.sent_ns) for a in answers)
         answers = self.parallel([{"prompt": p[:d] + self.fresh(1), "n_predict": test.n_tokens, "ignore_eos": True}
                                  for p in self.prefix])
