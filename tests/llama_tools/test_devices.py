@@ -175,7 +175,9 @@ def test_a_qwen35_twin_with_experts_on_three_cards_is_created_card_by_card():
 def test_experts_in_ram_over_three_cards_with_an_uneven_split():
     record = lb.fit("qwen3-5-35b-a3b", vram="1GiB+1GiB+1GiB", n_ctx=8192, type_k="q8_0", type_v="q8_0",
                     reserve=0, n_cpu_moe=[20], tensor_split="1,2,1", verify=True)
-    assert record.fit.rows[0].placement.split == (11, 20, 10)  # split points 41 x 0.25 and 41 x 0.75
+    # 42 layers: 40 blocks, the MTP block (llama.cpp counts its slot in -ngl and the split, loaded or not) and the
+    # output layer; split points 42 x 0.25 and 42 x 0.75
+    assert record.fit.rows[0].placement.split == (11, 21, 10)
     assert_per_card(record.verify)
 
 

@@ -165,6 +165,14 @@ class ComputeSplit:
         return (self.card,) * n_devices
 
 
+def interpolated(low: ComputeSplit, high: ComputeSplit, n_low: int, n_high: int, n: int) -> ComputeSplit:
+    """The compute buffers at n between two dry runs, linearly (an estimate the search then checks)."""
+    f = (n - n_low) / (n_high - n_low) if n_high > n_low else 1.0
+    mix = lambda a, b: round(a + f * (b - a))  # noqa: E731
+    cards = tuple(mix(a, b) for a, b in zip(low.cards, high.cards)) if len(low.cards) == len(high.cards) else ()
+    return replace(high, card=mix(low.card, high.card), host=mix(low.host, high.host), cards=cards or high.cards)
+
+
 def as_split(value: "ComputeSplit | int") -> ComputeSplit:
     """A compute callable may answer a plain int (all of it on the card): the pure tests' fakes do."""
     return value if isinstance(value, ComputeSplit) else ComputeSplit(int(value))
@@ -427,9 +435,24 @@ class Fitter:
         c_up = self._compute_or_none(at(upper * KV_PAD), placement)
         # not creatable that long on these devices: the exact search from the bottom (refusals grow with n_ctx)
         lower = 1 if c_up is None else largest(fits_with(c_up), 1, upper) if fits_with(c_up)(KV_PAD) else 1
-        if not self._fits(budget, at(lower * KV_PAD), placement):
+
+        def real(n: int) -> bool:  # a dry run at n
+            return self._fits(budget, at(n), placement)
+
+        if not real(lower * KV_PAD):
             return 0
-        return largest(lambda n: self._fits(budget, at(n), placement), lower, upper) * KV_PAD
+        guess = lower
+        if c_up is not None and upper > lower and not self.geometry.no_rule:
+            # compute between its two dry runs, interpolated: the guess a dry run or two then confirm
+            def estimated(n: int) -> bool:
+                return self._row_of(budget, at(n), placement, interpolated(c_low, c_up, KV_PAD, upper * KV_PAD, n)).fits
+
+            guess = largest(estimated, lower, upper)
+        if guess > lower and not real(guess * KV_PAD):  # the estimate was too high: below it
+            return largest(real, lower, guess - 1) * KV_PAD
+        if guess == upper or not real((guess + 1) * KV_PAD):
+            return guess * KV_PAD
+        return largest(real, guess + 1, upper) * KV_PAD
 
     def _row(self, budget: Budget, settings: Params, placement: Placement) -> FitRow:
         return replace(self._row_of(budget, settings, placement),
