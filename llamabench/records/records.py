@@ -209,26 +209,27 @@ class FitRecord(Record):
         return self.verify is None or self.verify.ok
 
     def summary(self) -> dict:
-        """Per budget and context: the recommended row (its index in `fit.rows`), and what to run."""
+        """Per budget, context and --spec-type sized: the recommended row (its index in `fit.rows`), and what to
+        run ("none" first: without speculative decoding)."""
         recommendations = []
-        for budget in self.fit.budgets:
-            for n_ctx in self.fit.contexts:
-                best = self.fit.recommended(budget.label, n_ctx)
-                placed = best.placement.params(best.settings, self.fit.n_layer_all) if best else None
-                recommendations.append({
-                    "budget": budget.label, "n_ctx": n_ctx, "fits": best is not None,
-                    "row": self.fit.rows.index(best) if best else None,
-                    "type_k": placed.type_k if best else None, "type_v": placed.type_v if best else None,
-                    "n_gpu_layers": placed.n_gpu_layers if best else None,
-                    "n_cpu_moe": placed.n_cpu_moe if best else None,
-                    "max_n_ctx": (best.max_n_ctx or None) if best else None,
-                    "max_n_ctx_is_trained": bool(best and best.max_n_ctx
-                                                 and best.max_n_ctx >= (self.fit.n_ctx_train or 0) > 0),
-                    "total_bytes": best.parts.total if best else None,
-                    "host_bytes": best.host.total if best else None,
-                    "devices": _devices(best) if best else None,
-                    "runtime": str(self.fit.runtime.runtime),
-                    "command": run_line(self.fit, best) if best else None})
+        cells = [(b, n, s) for b in self.fit.budgets for n in self.fit.contexts for s in self.fit.spec_types]
+        for budget, n_ctx, spec in cells:
+            best = self.fit.recommended(budget.label, n_ctx, spec)
+            placed = best.placement.params(best.settings, self.fit.n_layer_all) if best else None
+            recommendations.append({
+                "budget": budget.label, "n_ctx": n_ctx, "spec_type": spec, "fits": best is not None,
+                "row": self.fit.rows.index(best) if best else None,
+                "type_k": placed.type_k if best else None, "type_v": placed.type_v if best else None,
+                "n_gpu_layers": placed.n_gpu_layers if best else None,
+                "n_cpu_moe": placed.n_cpu_moe if best else None,
+                "max_n_ctx": (best.max_n_ctx or None) if best else None,
+                "max_n_ctx_is_trained": bool(best and best.max_n_ctx
+                                             and best.max_n_ctx >= (self.fit.n_ctx_train or 0) > 0),
+                "total_bytes": best.parts.total if best else None,
+                "host_bytes": best.host.total if best else None,
+                "devices": _devices(best) if best else None,
+                "runtime": str(self.fit.runtime.runtime),
+                "command": run_line(self.fit, best) if best else None})
         return {"ok": self.ok, "recommendations": recommendations}
 
 
