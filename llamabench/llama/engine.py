@@ -271,7 +271,7 @@ def _mtp_context(lc, model, target, settings: Params):
     ctx_other the target: common/speculative.cpp:2514-2580); None where the settings ask for none."""
     if settings.spec_type != MTP:
         return None
-    params = _context_params(speculative.mtp_context(settings))
+    params = _context_params(speculative.draft_context(settings))
     params.ctx_type = lc.LLAMA_CONTEXT_TYPE_MTP
     params.ctx_other = target
     ctx = lc.llama_init_from_model(model, params)

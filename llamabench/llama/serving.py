@@ -25,6 +25,7 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 from ..core.errors import EngineError, UsageError
+from ..memory.speculative import spec_flags
 from ..settings.params import Params
 from ..world.versions import LLAMA_CPP_PYTHON_VERSION
 from .process import die_with_parent, stop_group
@@ -67,14 +68,8 @@ def flags_of(params: Params, model: str) -> list[str]:
         argv.append("-kvu")
     if not params.repack:
         argv.append("-nr")  # the CPU's repacked weights off (AMX faults on some CPUs)
-    return argv + spec_flags(params)
+    return argv + list(spec_flags(params))
 
-
-def spec_flags(params: Params) -> list[str]:
-    """llama-server's speculative decoding flags of these parameters (none: nothing)."""
-    if params.spec_type == "none":
-        return []
-    return ["--spec-type", params.spec_type, "--spec-draft-n-max", str(params.spec_draft_n_max)]
 
 
 def command_argv(command: str, binary: Path, *, model: str, repack: bool = True) -> list[str]:

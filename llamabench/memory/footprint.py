@@ -210,7 +210,7 @@ def _mtp(geometry: ModelGeometry, params: Params) -> dict:
     """The MTP draft context's KV where --spec-type draft-mtp creates one (memory.speculative)."""
     if params.spec_type != speculative.MTP or not geometry.mtp_layers:
         return {}
-    mtp = compute_footprint(speculative.mtp_geometry(geometry), speculative.mtp_context(params))
+    mtp = compute_footprint(speculative.mtp_geometry(geometry), speculative.draft_context(params))
     return dict(mtp_kv_bytes=mtp.kv_bytes, mtp_kv_bytes_per_token=mtp.kv_bytes_per_token,
                 n_mtp_layers=mtp.n_kv_layers + mtp.n_swa_layers)
 
@@ -238,7 +238,7 @@ def per_layer_bytes(geometry: ModelGeometry, params: Params) -> dict[int, tuple[
         out[layer.index] = (kv, rec)
     if params.spec_type == speculative.MTP and geometry.mtp_layers:  # the MTP context's, on their layers' devices
         mtp = speculative.mtp_geometry(geometry)
-        for il, (kv, _) in per_layer_bytes(mtp, speculative.mtp_context(params)).items():
+        for il, (kv, _) in per_layer_bytes(mtp, speculative.draft_context(params)).items():
             out[il] = (out.get(il, (0, 0))[0] + kv, out.get(il, (0, 0))[1])
     return out
 

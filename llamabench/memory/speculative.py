@@ -86,7 +86,16 @@ def draft_context(target: Params) -> Params:
                           spec_type=NONE)
 
 
-mtp_context = draft_context
+def spec_flags(params: Params) -> tuple[str, ...]:
+    """llama-server's speculative decoding flags these parameters were sized with (none: nothing to add)."""
+    if params.spec_type == NONE:
+        return ()
+    flags = ("--spec-type", params.spec_type)
+    if params.spec_draft_n_max != Params.spec_draft_n_max and params.spec_type not in NGRAM_N_MAX:
+        flags += ("--spec-draft-n-max", str(params.spec_draft_n_max))
+    if params.spec_type in (MTP, SIMPLE) and (params.type_k_draft, params.type_v_draft) != ("f16", "f16"):
+        flags += ("-ctkd", params.type_k_draft, "-ctvd", params.type_v_draft)
+    return flags
 
 
 def mtp_geometry(geometry: ModelGeometry) -> ModelGeometry:

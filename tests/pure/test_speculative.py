@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from llamabench.core.errors import UsageError
-from llamabench.jobs.fit.advice import spec_flags
 from llamabench.memory import speculative
 from llamabench.memory.footprint import compute_footprint, per_layer_bytes
 from llamabench.memory.runtimes import Runtime, RuntimeConfig
+from llamabench.memory.speculative import spec_flags
 from llamabench.model.layout import geometry_from_metadata
 from llamabench.settings.params import Params
 from llamabench.world import catalog
@@ -35,7 +35,7 @@ def test_the_target_context_of_each_spec_type(spec, slots, outputs, per_seq, n_r
 def test_the_mtp_context_takes_the_draft_cache_types_and_no_rollback():
     target = RuntimeConfig().context(Params(n_ctx=8192, type_k="q8_0", type_v="q8_0", spec_type="draft-mtp",
                                             type_k_draft="q4_0"))
-    mtp = speculative.mtp_context(target)
+    mtp = speculative.draft_context(target)
     assert (mtp.type_k, mtp.type_v, mtp.n_rs_seq, mtp.n_outputs_max, mtp.n_outputs_max_per_seq) == \
         ("q4_0", "f16", 0, 4, 1)
     assert (mtp.n_ctx, mtp.n_seq, mtp.kv_unified) == (target.n_ctx, target.n_seq, target.kv_unified)

@@ -27,6 +27,7 @@ from typing import Callable
 from ...core.errors import EngineError, LlamabenchError, UsageError
 from ...llama import serving
 from ...memory.allocations import parse_allocations
+from ...memory.speculative import spec_flags
 from ...settings.bench_tests import BenchTest, TestKind
 from ...settings.params import SCHEMA, Params
 from .measure import Measurement, ServerBench, ServerRequest
@@ -57,7 +58,7 @@ class ServerOptions:
         if self.command:
             argv = serving.command_argv(self.command, binary, model=model, repack=params.repack)
             given = "--spec-type" in argv  # the line's own choice stands; else the bench's --spec-type is added
-            return argv if given else argv + serving.spec_flags(params)
+            return argv if given else argv + list(spec_flags(params))
         return [str(binary), *serving.flags_of(params, model)]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ...core.cache_types import ggml_type_id
 from ...memory.runtimes import PYTHON_N_UBATCH
+from ...memory.speculative import spec_flags
 from ...settings.params import Params
 from .result import FitResult
 from .search import FitRow, Placement, PlacementKind
@@ -58,17 +59,6 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
     draft = ("-md", result.draft_hint) if s.spec_type == "draft-simple" and result.draft_hint else ()
     return " ".join([cmd, *draft, *spec_flags(s), *result.server_args])
 
-
-def spec_flags(s: Params) -> tuple[str, ...]:
-    """llama-server's speculative decoding flags the row was sized with (none: nothing to add)."""
-    if s.spec_type == "none":
-        return ()
-    flags = ("--spec-type", s.spec_type)
-    if s.spec_draft_n_max != Params.spec_draft_n_max and not s.spec_type.startswith("ngram-"):
-        flags += ("--spec-draft-n-max", str(s.spec_draft_n_max))
-    if s.spec_type in ("draft-mtp", "draft-simple") and (s.type_k_draft, s.type_v_draft) != ("f16", "f16"):
-        flags += ("-ctkd", s.type_k_draft, "-ctvd", s.type_v_draft)
-    return flags
 
 
 def run_line(result: FitResult, row: FitRow) -> str:

@@ -136,6 +136,12 @@ def loaded_tensors(meta: ModelMetadata, geometry: ModelGeometry, spec: str) -> t
     return tuple(t for t in meta.tensors if t.name not in skipped)
 
 
+def file_weights(file: "_WeightsFile", geometry: ModelGeometry, loaded: tuple) -> WeightsBreakdown:
+    """The weights of these tensors of the file, layer by layer (a published size: their share of it)."""
+    recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
+    return breakdown(loaded, geometry.n_layer, recurrent, basis=file.basis, scale_to_bytes=_share(file, loaded))
+
+
 def _share(file: "_WeightsFile", loaded: tuple) -> int | None:
     """A published file size, the share of it these tensors hold (by element count): the whole file's tensors
     carry it, and a --spec-type that skips some loads less."""
@@ -314,11 +320,9 @@ class FitSession:
         gpu_devices, gpu_build, emulate = devices.gpu_devices, devices.gpu_build, devices.emulate
         file = _weights_file(source, verify, quant)
         geometry = fit_geometry(file.meta)
-        recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
         spec_types = spec_variants(geometry, file.meta, runtime, spec_given, draft_model=draft)
-        weights_of = {kind: breakdown(loaded, geometry.n_layer, recurrent, basis=file.basis,
-                                      scale_to_bytes=_share(file, loaded))
-                      for kind in spec_types for loaded in [loaded_tensors(file.meta, geometry, kind)]}
+        weights_of = {kind: file_weights(file, geometry, loaded_tensors(file.meta, geometry, kind))
+                      for kind in spec_types}
         weights = weights_of[spec_types[0]]
         basis = _basis(source, weights=_weights_words(file, weights, devices, ram_mode=ram_mode, remote=remote),
                        geometry=geometry, devices=devices, verify=verify, ram_mode=ram_mode, n_cards=n_cards,
@@ -384,10 +388,8 @@ class FitSession:
         file = _weights_file(source, self.verify_path is not None)
         meta = file.meta
         geometry = fit_geometry(meta)
-        recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
-        weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis=file.basis, scale_to_bytes=file.scale)
+        weights = file_weights(file, geometry, meta.tensors)
         probe = ComputeProbe(file.path, **self.probe_options, read_weights=file.scale is None)
-        self.draft_probe = probe
         fitter = Fitter(geometry, weights, probe, reserve=0, ram_mode=self.ram_mode,
                         runtime=RuntimeConfig(cache_ram_mib=0, ctx_checkpoints=0))
         self.draft = (fitter, Placement(PlacementKind.ALL) if n_gpu_layers is None
