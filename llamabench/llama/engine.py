@@ -18,7 +18,7 @@ from ..memory import speculative
 from ..memory.allocations import Allocations, parse_allocations
 from ..settings.params import Params
 from ..settings.values import rpc_endpoints
-from . import breakdown
+from . import breakdown, pinned_norms
 from .devices import Device, is_endpoint, is_rpc_name
 
 _lock = threading.Lock()
@@ -402,6 +402,11 @@ class DryRunModel(_Closing):
                 lc.llama_free(ctx)
             log = self.load_log + "".join(lines)
         allocations = replace(parse_allocations(log), breakdown=by_buffer or {})
+        n_layer = int(lc.llama_model_n_layer(self._model))
+        all_offloaded = settings.n_gpu_layers < 0 or settings.n_gpu_layers > n_layer
+        allocations = pinned_norms.as_allocated(  # the later cards of a split as llama.cpp really reserves them
+            allocations, log, all_offloaded=all_offloaded, n_embd=int(lc.llama_model_n_embd(self._model)),
+            n_tokens=pinned_norms.prompt_batch_tokens(int(n_ctx), settings.n_ubatch, int(n_seq)))
         return DryRun(allocations, self.size, self.n_params, int(n_ctx), int(n_ctx_seq), int(n_seq), log)
 
     def close(self) -> None:

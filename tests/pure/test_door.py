@@ -165,3 +165,13 @@ def test_the_bench_csv_has_llama_benchs_test_columns_and_no_true_or_false():
     rows = list(csv.DictReader(io.StringIO(text)))
     assert (rows[1]["n_prompt"], rows[1]["n_gen"], rows[1]["n_depth"]) == ("0", "16", "512")  # tg16 @ d512
     assert "True" not in text and "False" not in text and rows[0]["is_twin"] in ("0", "1")
+
+
+def test_a_card_size_given_twice_is_one_table(capsys):
+    """--vram 512MiB,512MiB once printed each table with both alternatives' rows (the label was the key)."""
+    assert main(["fit", "qwen3-5-35b-a3b", "--vram", "24GiB,16GiB,24GiB", "--ctx", "4096", "-ctk", "f16",
+                 "-ctv", "f16", "-ngl", "0", "--spec-type", "none", "-o", "json"]) == 0
+    import json
+    fit = json.loads(capsys.readouterr().out)["fit"]
+    assert [b["label"] for b in fit["budgets"]] == ["24GiB", "16GiB"]
+    assert len(fit["rows"]) == 2  # one -ngl 0 row per card size

@@ -21,7 +21,7 @@ from ...world.private import trusted_file, write_private
 from ...world.versions import LLAMA_CPP_PYTHON_VERSION
 from .search import ComputeSplit
 
-VERSION = 2  # of this cache's layout: a change starts anew
+VERSION = 3  # of this cache's layout: a change starts anew
 
 
 def _file_identity(path: str) -> str:

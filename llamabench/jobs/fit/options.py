@@ -82,6 +82,7 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
         raise UsageError("vram: empty list: give card sizes, or leave vram out")
     budgets = (list(parse_value("vram", vram, listed=True)) if vram is not None
                else list(SCHEMA["vram"].default) if cpu_only or emulate else local_budgets())
+    budgets = [b for i, b in enumerate(budgets) if b.label not in {a.label for a in budgets[:i]}]  # once each
     reserve_bytes = parse_value("reserve", reserve, listed=False) if reserve is not None else SCHEMA["reserve"].default
     ram_budget = parse_value("ram", ram, listed=False) if ram is not None else None
     if cpu_only and ram_budget is None:
