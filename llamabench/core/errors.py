@@ -38,5 +38,10 @@ class ContextRefused(EngineError):
     """llama.cpp could not create one context of a loaded model (it refused it, or aborted creating it)."""
 
 
+class Stalled(EngineError):
+    """A llama.cpp child that gave no answer within its deadline (a --rpc host that stopped answering), and was
+    stopped: not a context llama.cpp refused, and every other context would wait as long."""
+
+
 class UntrustedCache(LlamabenchError):
     """A cache folder or file the user does not own, that others can write, or that is a link: not used."""

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 import psutil
 
 from ..core.errors import EngineError
+from ..world.paths import RPC_TIMEOUT_ENV, rpc_timeout
 from .engine import GGML_BACKEND_DEVICE_TYPE_CPU, ggml_lib, lib_path
 from .process import child_argv, child_env, die_with_parent, stop_group
 
@@ -154,19 +155,25 @@ def reachable(endpoint: str, timeout_s: float = 5.0) -> str | None:
         return exc.strerror or str(exc)
 
 
-def remote_memory(endpoint: str, timeout_s: float = 30.0) -> tuple[int, int]:
-    """(free, total) bytes a remote ggml-rpc-server reports; a host that cannot be reached is one EngineError."""
+MEMORY_QUERY_TIMEOUT_S = 30.0  # a hello and two short answers; LLAMABENCH_RPC_TIMEOUT below it shortens it
+
+
+def remote_memory(endpoint: str, timeout_s: float | None = None) -> tuple[int, int]:
+    """(free, total) bytes a remote ggml-rpc-server reports; a host that cannot be reached, or does not answer
+    within the deadline, is one EngineError."""
+    timeout_s = timeout_s or min(MEMORY_QUERY_TIMEOUT_S, rpc_timeout())
     if not available():
         raise EngineError("--rpc needs llama.cpp's RPC backend: reinstall llama-cpp-python with "
                           "CMAKE_ARGS=-DGGML_RPC=on (make install does)")
-    why = reachable(endpoint)
+    why = reachable(endpoint, min(5.0, timeout_s))
     if why:
         raise EngineError(f"--rpc {endpoint}: no ggml-rpc-server can be reached there ({why})")
     try:
         done = subprocess.run(child_argv("llamabench.llama.rpc", "memory", endpoint), capture_output=True,
                               text=True, timeout=timeout_s, env=child_env())
     except subprocess.TimeoutExpired:
-        raise EngineError(f"--rpc {endpoint}: the server did not report its memory in {timeout_s:.0f} s") from None
+        raise EngineError(f"--rpc {endpoint}: the server did not report its memory in {timeout_s:g} s (a host that "
+                          f"accepts and never answers; {RPC_TIMEOUT_ENV} sets the limit)") from None
     words = done.stdout.split()
     if done.returncode != 0 or len(words) != 3 or not all(w.isdigit() for w in words):
         tail = (done.stderr.strip().splitlines() or ["no message"])[-1]

@@ -7,16 +7,19 @@ own session and killed with its whole group on Ctrl-C, so no llama.cpp process o
 from __future__ import annotations
 
 import json
+import queue
 import re
 import signal
 import subprocess
+import threading
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
-from ..core.errors import ContextRefused, EngineError, UsageError
+from ..core.errors import ContextRefused, EngineError, Stalled, UsageError
 from ..settings.params import Params
 from ..settings.values import rpc_endpoints
 from ..world import sysinfo
+from ..world.paths import RPC_TIMEOUT_ENV, rpc_timeout
 from .devices import Device
 from .messages import (
     ContextRequest,
@@ -196,6 +199,37 @@ def check_dry_run_memory(n_ctx: int) -> None:
                          f"llama.cpp's KV cell bookkeeping; {available / 2**30:.1f} GiB are available")
 
 
+class _EventReader:
+    """The child's events, read by a thread of their own, so that the wait for the next one can end."""
+
+    def __init__(self, stream):
+        self._queue: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream) -> None:
+        try:
+            for data in events(stream):
+                self._queue.put(data)
+        except (OSError, ValueError):  # the stream was closed under the thread
+            pass
+        self._queue.put(_END)
+
+    def within(self, deadline_s: float | None):
+        """Each event as it comes; None where none came within deadline_s (then the caller stops the child)."""
+        while True:
+            try:
+                data = self._queue.get(timeout=deadline_s)
+            except queue.Empty:
+                yield None
+                return
+            if data is _END:
+                return
+            yield data
+
+
+_END = object()
+
+
 class DryRunChild:
     """A no_alloc model in a child process, answering dry-run contexts one at a time.
 
@@ -206,13 +240,14 @@ class DryRunChild:
     def __init__(self, path: str, placement: Params = Params(), *, rpc=None):
         self.path = path
         self.proc = _start()
-        rpc = list(rpc_endpoints(rpc)) or None
+        self._events = _EventReader(self.proc.stdout)
+        self.rpc = rpc = list(rpc_endpoints(rpc)) or None
         self._send(DryRunsJob(path, placement, rpc))
         self._loaded(placement, rpc)
 
     def load(self, placement: Params, rpc=None) -> None:
         """Load the model again with another placement (-ngl, --n-cpu-moe, -ts) and devices for the next contexts."""
-        rpc = list(rpc_endpoints(rpc)) or None
+        self.rpc = rpc = list(rpc_endpoints(rpc)) or None
         self._send(LoadRequest(placement, rpc))
         self._loaded(placement, rpc)
 
@@ -232,8 +267,16 @@ class DryRunChild:
             pass  # it died (or was closed): _next says how
 
     def _next(self, expected: type[E]) -> E:
-        """The next event of the `expected` kind; EngineError for a failure, or where the child died."""
-        for data in events(self.proc.stdout):
+        """The next event of the `expected` kind; EngineError for a failure, or where the child died; Stalled
+        (the child stopped) where none came within the RPC deadline: llama.cpp's RPC client waits for ever on a
+        host that stops answering, and a dry run's load or context takes seconds."""
+        deadline_s = rpc_timeout() if self.rpc else None
+        for data in self._events.within(deadline_s):
+            if data is None:
+                stop_group(self.proc)
+                raise Stalled(f"{self.path}: llama.cpp got no answer from the devices ({', '.join(self.rpc)}) in "
+                              f"{deadline_s:g} s: a --rpc host that stalls? (the dry run was stopped; "
+                              f"{RPC_TIMEOUT_ENV} sets the limit)")
             event = read_event(data)
             if isinstance(event, Failed):
                 self.close()
@@ -252,6 +295,8 @@ class DryRunChild:
         self._send(ContextRequest(settings))
         try:
             return self._next(DryRunSizes)
+        except Stalled:
+            raise
         except EngineError as exc:
             # a context llama.cpp refused (the child goes on serving), or aborted creating (the child is gone)
             raise ContextRefused(str(exc)) from None

@@ -17,6 +17,8 @@ REPORTS_ENV = "LLAMABENCH_REPORTS_DIR"
 CATALOG_ENV = "LLAMABENCH_CATALOG"
 HTTP_TIMEOUT_ENV = "LLAMABENCH_HTTP_TIMEOUT"
 HTTP_LOW_SPEED_ENV = "LLAMABENCH_HTTP_LOW_SPEED"
+RPC_TIMEOUT_ENV = "LLAMABENCH_RPC_TIMEOUT"
+DEFAULT_RPC_TIMEOUT_S = 300.0
 DEFAULT_LOW_SPEED = (1024, 15.0)  # as curl's --speed-limit 1024 --speed-time 15: fewer bytes in that long is a stall
 SHIM_ENV = "LLAMABENCH_SHIM_DIR"
 DEFAULT_HTTP_TIMEOUT_S = 120.0  # the whole header read: 30 MB of a big vocabulary over a slow link
@@ -69,18 +71,30 @@ def catalog_override() -> Path | None:
     return path
 
 
-def http_timeout() -> float:
-    """LLAMABENCH_HTTP_TIMEOUT in seconds (default 120): the deadline of one remote header read, all requests."""
-    raw = os.environ.get(HTTP_TIMEOUT_ENV)
+def _seconds(name: str, default: float, most: float) -> float:
+    """A deadline variable in seconds: unset or empty means the default; anything else must be above 0."""
+    raw = os.environ.get(name)
     if raw is None or not raw.strip():
-        return DEFAULT_HTTP_TIMEOUT_S
+        return default
     try:
         value = float(raw)
     except ValueError:
-        raise UsageError(f"{HTTP_TIMEOUT_ENV}={raw[:40]!r} is not a number of seconds") from None
-    if not math.isfinite(value) or not 0 < value <= MAX_HTTP_TIMEOUT_S:
-        raise UsageError(f"{HTTP_TIMEOUT_ENV}={raw[:40]!r}: give seconds above 0, at most {MAX_HTTP_TIMEOUT_S:g}")
+        raise UsageError(f"{name}={raw[:40]!r} is not a number of seconds") from None
+    if not math.isfinite(value) or not 0 < value <= most:
+        raise UsageError(f"{name}={raw[:40]!r}: give seconds above 0, at most {most:g}")
     return value
+
+
+def http_timeout() -> float:
+    """LLAMABENCH_HTTP_TIMEOUT in seconds (default 120): the deadline of one remote header read, all requests."""
+    return _seconds(HTTP_TIMEOUT_ENV, DEFAULT_HTTP_TIMEOUT_S, MAX_HTTP_TIMEOUT_S)
+
+
+def rpc_timeout() -> float:
+    """LLAMABENCH_RPC_TIMEOUT in seconds (default 300): how long a --rpc host may leave llama.cpp without an
+    answer, where llama.cpp's RPC client itself waits for ever: the memory query of each host, and each
+    model load or context of a dry run (a few seconds each, over a slow link a minute)."""
+    return _seconds(RPC_TIMEOUT_ENV, DEFAULT_RPC_TIMEOUT_S, MAX_HTTP_TIMEOUT_S)
 
 
 def http_low_speed() -> tuple[int, float]:

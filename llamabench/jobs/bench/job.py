@@ -50,9 +50,9 @@ def run_bench(plan: BenchPlan, *, save: Callable[[SweepBasis, Measurement], None
     if plan.server:
         return _run_server(plan, save, measured, on_event)
     hosts = plan.hosts
-    for host in hosts:
-        if why := rpc_backend.reachable(host):
-            raise EngineError(f"--rpc {host}: no ggml-rpc-server can be reached there ({why})")
+    rpc_backend.distinct_servers(hosts)
+    for host in hosts:  # each host answers its memory query within the deadline, or the bench does not start
+        rpc_backend.remote_memory(host)
     # named devices: the RPC hosts first, then this build's GPUs (llama-bench --rpc's order); none without --rpc
     devices = tuple(buffer_name(h) for h in hosts) + tuple(engine.gpu_devices()) if hosts else ()
     if hosts and not rpc_backend.available():

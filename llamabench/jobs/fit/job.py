@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from ...core.errors import LlamabenchError, UsageError
+from ...core.errors import LlamabenchError, Stalled, UsageError
 from ...core.units import GIB, MIB
 from ...llama import engine, rpc
 from ...memory import speculative
@@ -430,6 +430,8 @@ class FitSession:
                     spec_type=spec))
                 try:
                     found = fitters[spec].rows(budget, settings, placements)
+                except Stalled:
+                    raise  # a device that stopped answering: every other choice would wait as long
                 except LlamabenchError as exc:
                     self.notes.append(f"{type_k}/{type_v}{'' if spec == speculative.NONE else ', ' + spec}: {exc}")
                     continue

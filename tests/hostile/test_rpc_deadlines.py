@@ -1,0 +1,62 @@
+"""Every RPC exchange has a deadline (issue 33): llama.cpp's RPC client waits for ever on a host that stops
+answering, so the tool bounds each step it hands to llama.cpp over --rpc (LLAMABENCH_RPC_TIMEOUT) and stops
+the child that waits. The hosts are hostile fakes on 127.0.0.1 (tests/support/fake_rpc.py)."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+import pytest
+
+from llamabench.cli import main
+from llamabench.llama import rpc
+from tests.support.fake_rpc import FakeRpcHost
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not rpc.available(), reason="llama-cpp-python was built without the RPC backend")]
+
+
+def error_line(capsys) -> str:
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("llamabench: error: ")]
+    assert len(err) == 1, err
+    return err[0]
+
+
+def no_children_left() -> None:
+    gone, alive = psutil.wait_procs(psutil.Process().children(recursive=True), timeout=10)
+    assert alive == [], [p.cmdline() for p in alive]
+
+
+def test_fit_on_a_host_that_stalls_after_its_memory_report_ends_in_one_line(gemma, capsys, monkeypatch):
+    monkeypatch.setenv("LLAMABENCH_RPC_TIMEOUT", "4")
+    with rpc.emulated_card() as card, FakeRpcHost(answered=3, upstream=card) as host:
+        started = time.monotonic()
+        assert main(["fit", str(gemma), "--rpc", host.endpoint, "--vram", "1GiB", "-c", "4096", "-ctk", "f16",
+                     "-ctv", "f16", "--reserve", "0"]) == 1
+        took = time.monotonic() - started
+        assert host.connections >= 4  # the reach check and the memory query (2) answered, the dry run not
+    line = error_line(capsys)
+    assert "got no answer" in line and host.endpoint in line and "LLAMABENCH_RPC_TIMEOUT" in line, line
+    assert took < 60  # one deadline, not one per context tried
+    no_children_left()
+
+
+def test_bench_on_a_host_that_accepts_and_never_answers_ends_in_one_line(gemma, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("LLAMABENCH_RPC_TIMEOUT", "3")
+    with FakeRpcHost() as host:
+        started = time.monotonic()
+        assert main(["bench", str(gemma), "--rpc", host.endpoint, "-ngl", "99", "-p", "16", "-n", "4", "-r", "1",
+                     "--results", str(tmp_path / "r.jsonl")]) == 1
+        assert time.monotonic() - started < 30
+    line = error_line(capsys)
+    assert "did not report its memory in 3 s" in line, line
+    no_children_left()
+
+
+@pytest.mark.parametrize("value", ["soon", "0", "-1", "nan", "1e9"])
+def test_a_bad_rpc_timeout_is_one_line(gemma, capsys, monkeypatch, value):
+    monkeypatch.setenv("LLAMABENCH_RPC_TIMEOUT", value)
+    with FakeRpcHost() as host:
+        assert main(["fit", str(gemma), "--rpc", host.endpoint, "--vram", "1GiB", "-c", "4096"]) == 2
+    assert "LLAMABENCH_RPC_TIMEOUT" in error_line(capsys)
