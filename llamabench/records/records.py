@@ -90,6 +90,8 @@ class Record:
 
     @classmethod
     def from_dict(cls, data: dict):
+        if not isinstance(data, dict):
+            raise serial.ShapeError(f"{cls.__name__}: a record is a JSON object, not {type(data).__name__}")
         if data.get("schema") != cls.kind.schema:
             raise serial.ShapeError(f"{cls.__name__}: schema {data.get('schema')!r} is not {cls.kind.schema!r}")
         record = serial.from_dict(cls, {k: v for k, v in data.items() if k not in ("schema", "summary")})

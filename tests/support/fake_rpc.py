@@ -8,9 +8,10 @@ import threading
 
 
 class FakeRpcHost:
-    def __init__(self, *, answered: int = 0, upstream: str | None = None):
+    def __init__(self, *, answered: int = 0, upstream: str | None = None, says: bytes | None = None):
         self.answered = answered  # connections relayed to `upstream` before the stall
         self.upstream = upstream
+        self.says = says  # where given: each connection gets these bytes (not llama.cpp's protocol), then is closed
         self._listener = socket.socket()
         self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._listener.bind(("127.0.0.1", 0))
@@ -28,6 +29,12 @@ class FakeRpcHost:
             except OSError:
                 return
             self.connections += 1
+            if self.says is not None:
+                try:
+                    client.sendall(self.says)
+                finally:
+                    client.close()
+                continue
             self._held.append(client)
             if self.connections <= self.answered and self.upstream:
                 host, port = self.upstream.rsplit(":", 1)

@@ -54,8 +54,15 @@ class Case:
     wall_s: float = 60
     rss_bytes: int = 2 * 2**30
     memory_error: bool = False  # a refusal by memory (MemoryError) is the wrong outcome too
+    code: str | None = None  # Python run with `python -c` instead of the CLI (the API, as a programmer calls it)
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-c", self.code] if self.code else [sys.executable, "-m", "llamabench.cli", *self.argv]
 
     def label(self) -> str:
+        if self.code:
+            calls = [line.strip() for line in self.code.splitlines() if "lb." in line] or [self.code.strip()]
+            return f"[{self.group}] python -c {calls[0]!r}"[:300]
         env = " ".join(f"{k}={v!r}" for k, v in self.env.items()
                        if k not in ("LLAMABENCH_CACHE_DIR", "LLAMABENCH_REPORTS_DIR"))
         return f"[{self.group}] {env + ' ' if env else ''}{' '.join(self.argv)}"[:300]
@@ -155,7 +162,7 @@ def run_case(case: Case) -> tuple[str, str]:
     before_tree = _tree(case.watch, case.allowed) if case.watch else {}
     out_file = open(case.stdout_path, "w") if case.stdout_path else None  # noqa: SIM115
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "llamabench.cli", *case.argv],
+    proc = subprocess.Popen(case.command(),
                             stdout=out_file or subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
                             env=env, cwd=case.cwd, start_new_session=True)
     captured, threads = _drain(proc, not out_file)

@@ -38,7 +38,7 @@ class DryRunCache:
 
     def __init__(self, model_path: str, devices: str):
         key = f"{VERSION}|{LLAMA_CPP_PYTHON_VERSION}|{_file_identity(model_path)}|{devices}"
-        self.path = cache_dir() / "dry-runs" / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json")
+        self.path = cache_dir() / "dry-runs" / (hashlib.sha256(key.encode('utf-8', 'surrogateescape')).hexdigest()[:32] + ".json")
         self.entries: dict[str, list] = {}
         self.dirty = False
         try:
