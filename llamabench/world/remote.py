@@ -411,7 +411,8 @@ def local_name(name: str) -> str:
 def _local_path(cache: Path, shown: str) -> Path:
     """One folder per remote folder, files under their own names: llama.cpp finds the parts of a split set."""
     folder, _, name = shown.rpartition("/")
-    return cache / "remote" / hashlib.sha256(folder.encode('utf-8', 'surrogateescape')).hexdigest()[:16] / local_name(name)
+    digest = hashlib.sha256(folder.encode("utf-8", "surrogateescape")).hexdigest()
+    return cache / "remote" / digest[:16] / local_name(name)
 
 
 def _cached(local: Path, shown: str, answer: _Answer) -> Fetched | None:

@@ -38,7 +38,8 @@ class DryRunCache:
 
     def __init__(self, model_path: str, devices: str):
         key = f"{VERSION}|{LLAMA_CPP_PYTHON_VERSION}|{_file_identity(model_path)}|{devices}"
-        self.path = cache_dir() / "dry-runs" / (hashlib.sha256(key.encode('utf-8', 'surrogateescape')).hexdigest()[:32] + ".json")
+        digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()  # a path need not be UTF-8
+        self.path = cache_dir() / "dry-runs" / (digest[:32] + ".json")
         self.entries: dict[str, list] = {}
         self.dirty = False
         try:
