@@ -76,18 +76,21 @@ def _save(results: PathLike | None, record: Record) -> Record:
 
 
 # inspect ---------------------------------------------------------------------------------------
-def inspect(model: str, *, results: PathLike | None = None, **params) -> InspectRecord:
-    """The layer layout and the theoretical KV / recurrent footprint, computed from the GGUF's metadata."""
-    found = inspect_model(model_argument(model), params)
+def inspect(model: str, *, results: PathLike | None = None, runtime=None, **params) -> InspectRecord:
+    """The layer layout and the theoretical KV / recurrent footprint, computed from the GGUF's metadata, in the
+    context `runtime` creates: "llama-server" (the default, as `fit`: 4 unified slots unless n_seq / kv_unified
+    say otherwise) or "llama-cpp-python" (Llama(): one sequence)."""
+    found = inspect_model(model_argument(model), params, runtime)
     record = InspectRecord(model=found.source.model_block(found.inspection.geometry.architecture),
                            inspection=found.inspection, kv_curve=found.kv_curve)
     return _save(results, record)
 
 
 # verify ----------------------------------------------------------------------------------------
-def verify(model: str, *, results: PathLike | None = None, **params) -> VerifyRecord:
-    """Theory against llama.cpp's own `llama_kv_cache: size` / `llama_memory_recurrent: size` lines (a dry run)."""
-    found = verify_model(model_argument(model), params)
+def verify(model: str, *, results: PathLike | None = None, runtime=None, **params) -> VerifyRecord:
+    """Theory against llama.cpp's own `llama_kv_cache: size` / `llama_memory_recurrent: size` lines (a dry run), in
+    the context `runtime` creates (llama-server by default, as `inspect` and `fit`)."""
+    found = verify_model(model_argument(model), params, runtime)
     record = VerifyRecord(model=found.source.model_block(found.architecture, loaded=found.gguf), params=found.params,
                           footprint=found.footprint, allocations=found.allocations, checks=found.checks,
                           gguf=found.gguf, context_warning=found.context_warning,
@@ -243,12 +246,15 @@ def _bench_record(shared: SweepBasis, m: Measurement) -> BenchRecord:
 # roofline --------------------------------------------------------------------------------------
 def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None, bw_eff=None, compute_eff=None,
              calibrate: PathLike | None = None, quant: str | None = None, results: PathLike | None = None,
-             tensor_split=None, link=None, link_ms=None, **params) -> RooflineRecord:
+             tensor_split=None, link=None, link_ms=None, n_gpu_layers=None, n_cpu_moe=None, ram_bandwidth=None,
+             **params) -> RooflineRecord:
     """Predicted decode t/s at depths up to n_ctx from the bytes each token reads, beside the same model as full
-    GQA: on a named card, a bandwidth, or calibrated on two measured depths of a bench results file."""
+    GQA: on a named card, a bandwidth, or calibrated on two measured depths of a bench results file; with
+    `n_gpu_layers` or `n_cpu_moe`, fit's placement with part of the model in system RAM priced beside it."""
     found = predict(model_argument(model), params, bench_records=_bench_records, card=card, bandwidth=bandwidth,
                     tflops=tflops, bw_eff=bw_eff, compute_eff=compute_eff, calibrate=calibrate, quant=quant,
-                    tensor_split=tensor_split, link=link, link_ms=link_ms)
+                    tensor_split=tensor_split, link=link, link_ms=link_ms, n_gpu_layers=n_gpu_layers,
+                    n_cpu_moe=n_cpu_moe, ram_bandwidth=ram_bandwidth)
     record = RooflineRecord(model=found.source.model_block(found.architecture), params=found.params,
                             speed_model=found.speed_model, weights_read_per_token=found.weights_read_per_token,
                             weights_basis=found.weights_basis, rows=found.rows,
@@ -292,7 +298,8 @@ def _inspection_of_bench(bench: BenchRecord) -> InspectRecord:
     model = bench.model.label if bench.model.is_twin else (bench.model.path or bench.model.label)
     p = bench.params
     try:
-        return inspect(model, n_ctx=p.n_ctx, type_k=p.type_k, type_v=p.type_v, flash_attn=p.flash_attn)
+        return inspect(model, n_ctx=p.n_ctx, type_k=p.type_k, type_v=p.type_v, flash_attn=p.flash_attn,
+                       n_seq=p.n_seq, kv_unified=p.kv_unified, swa_full=p.swa_full)  # the bench's own context
     except LlamabenchError as exc:
         raise LlamabenchError(f"{bench.model.label}: the results hold no inspect record, and the model they name "
                               f"cannot be read again ({exc})",

@@ -17,12 +17,20 @@ EXAMPLES = """examples:
 """
 
 
+RUNTIME_DEFAULTS = dict(defaults={"n_seq": None, "kv_unified": None, "swa_full": None},
+                        helps={"n_seq": "sequences (llama-server's slots, -np); default: the runtime's "
+                                        "(llama-server's auto: 4 slots on one unified KV stream; Llama(): 1)",
+                               "kv_unified": "one KV stream shared by all sequences (llama-server's -kvu; on with "
+                                             "its auto -np)"})
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "output", "results"))
+    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "runtime", "output", "results"), **RUNTIME_DEFAULTS)
 
 
 def run(args: argparse.Namespace) -> int:
-    record = api.inspect(args.model, results=args.results, **keywords(args, api.INSPECT_PARAMS))
+    record = api.inspect(args.model, results=args.results, runtime=args.runtime,
+                         **keywords(args, api.INSPECT_PARAMS))
     if record.inspection.context_warning:
         warn(record.inspection.context_warning)
     show(record, args.output, render_inspection)

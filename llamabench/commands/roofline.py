@@ -18,22 +18,29 @@ EXAMPLES = """examples:
   llamabench roofline model.gguf --calibrate bench.jsonl        # calibrated on your own measured depths
   llamabench roofline qwen3-30b-a3b --card rtx-3090+rtx-3060-12gb -ts 2,1   # a split over two cards (PCIe)
   llamabench roofline qwen3-30b-a3b --card rtx-4090+rtx-3090 --link 1.25 --link-ms 0.2  # the second over 10 GbE (RPC)
+  llamabench roofline qwen3-5-35b-a3b --card rtx-4060-ti-16gb -ncmoe 16   # what fit recommends, experts in RAM
 Time per token = bytes read / bandwidth + attention FLOPs / compute. A card's published bandwidth
 and FP32 throughput are scaled by stated efficiencies (--bw-eff 0.70, --compute-eff 0.30); with
 --calibrate FILE (bench results) the two ceilings are calibrated from two measured tg depths of this model
 instead (it was --results FILE before).
 The full-GQA column is the same model with every mixer layer cached as full attention.
+Every t/s is a ceiling: what the bytes and FLOPs allow at those efficiencies (a measured run is at or below it).
 """
 # no --results here: a prediction is not a measurement to keep (and the older `--results FILE` meant
 # "calibrate on FILE": it now fails in one line rather than append to the user's bench file)
 OPTIONS = ("card", "bandwidth", "tflops", "bw_eff", "compute_eff", "calibrate", "quant", "tensor_split", "link",
-           "link_ms")
+           "link_ms", "n_gpu_layers", "n_cpu_moe", "ram_bandwidth")
 PARAMS = ("n_ctx", "type_k", "type_v")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_arguments(parser, ("model", *PARAMS, *OPTIONS, "output"),
-                            helps={"card": "a card from the table, or several joined by + (a split): "
+                            lists=(), defaults={"n_gpu_layers": None, "n_cpu_moe": None},
+                            helps={"n_gpu_layers": "price fit's -ngl N: the last N layers on the card, the rest in "
+                                                   "system RAM (--ram-bandwidth)",
+                                   "n_cpu_moe": "price fit's --n-cpu-moe N: the routed experts of layers 0..N-1 read "
+                                                "from system RAM",
+                                   "card": "a card from the table, or several joined by + (a split): "
                                            + ", ".join(c.id for c in CARDS),
                                    "quant": "published quant of a catalog model (default Q4_K_M)"})
 

@@ -8,6 +8,7 @@ from .. import api
 from ..render.verify import render_matrix, render_verify
 from ..settings import arguments
 from . import SUMMARY
+from .inspect import RUNTIME_DEFAULTS
 from .output import keywords, show, warn
 
 HELP = SUMMARY["verify"]
@@ -21,7 +22,8 @@ reads its metadata and tensor infos, no weights). Exit code 1 on any mismatch.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "output", "matrix", "results"))
+    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "runtime", "output", "matrix", "results"),
+                            **RUNTIME_DEFAULTS)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,7 +31,8 @@ def run(args: argparse.Namespace) -> int:
         result = api.verify_matrix(args.model)
         show(result, args.output, render_matrix)
         return 0 if result.ok else 1
-    record = api.verify(args.model, results=args.results, **keywords(args, api.INSPECT_PARAMS))
+    record = api.verify(args.model, results=args.results, runtime=args.runtime,
+                        **keywords(args, api.INSPECT_PARAMS))
     if record.context_warning:
         warn(record.context_warning)
     show(record, args.output, render_verify)

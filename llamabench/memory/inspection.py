@@ -32,6 +32,7 @@ class Inspection:
     n_tensors: int = 0
     rope_scaling: dict[str, str] = field(default_factory=dict)  # the GGUF's `{arch}.rope.scaling.*` keys, as text
     published: Published | None = None
+    runtime: str = ""  # the program whose context is sized, in words (RuntimeConfig.describe); "" : not said
 
     @property
     def f16_kv_bytes_per_token(self) -> int:

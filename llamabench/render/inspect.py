@@ -147,6 +147,8 @@ def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
     rounded = f" (requested {thousands(s.n_ctx)})" if s.n_ctx != shape.n_ctx else ""
     out.append(f"Context          n_ctx {thousands(shape.n_ctx)}{rounded}, {streams}; K {s.type_k}, V {s.type_v}, "
                f"flash attention {'on' if s.flash_attn else 'off'}")
+    if result.runtime:
+        out.append(f"Runtime          {result.runtime}")
     out.append(f"Trained context  {thousands(g.n_ctx_train)} ({g.architecture}.context_length)"
                + (": n_ctx is beyond it" if result.beyond_trained_context else ""))
     reduction = fp.reduction

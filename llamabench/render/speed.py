@@ -24,7 +24,7 @@ def fields(measured: bool, split: bool = False) -> tuple[Field, ...]:
         Field("bytes_per_token", "MiB/token", lambda r: r.bytes_per_token, _m, "r"),
         Field("kv_read_bytes", "of it KV", lambda r: r.kv_read_bytes, _m, "r"),
         Field("tok_s", "t/s", lambda r: r.tok_s, _f1, "r"),
-        Field("split_tok_s", "split t/s", lambda r: r.split_tok_s, _f1, "r",
+        Field("split_tok_s", "placed t/s", lambda r: r.split_tok_s, _f1, "r",
               frozenset({"table"}) if split else frozenset()),
         Field("measured_tok_s", "measured t/s", lambda r: r.measured_tok_s, _f1, "r", shown),
         Field("error", "error", lambda r: None if r.measured_tok_s is None else (r.tok_s - r.measured_tok_s)
@@ -42,11 +42,13 @@ def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
         return rows
     m, p = record.speed_model, record.params
     return "\n".join([
-        f"{record.model.name} ({record.model.architecture}): decode speed at depth, predicted",
+        f"{record.model.name} ({record.model.architecture}): decode speed at depth, predicted: ceilings from bytes "
+        "and FLOPs (a measured run is at or below them)",
         f"  weights   {record.weights_read_per_token / MIB:.1f} MiB read per decoded token: {record.weights_basis}",
         f"  model     time per token = bytes / {m.bandwidth / 1e9:.1f} GB/s"
         + (f" + attention FLOPs / {m.compute / 1e12:.2f} TFLOPS" if math.isfinite(m.compute)
            else " (attention compute not limiting)") + f" ({m.basis})",
         f"  KV        K {p.type_k}, V {p.type_v}; full GQA: every mixer layer cached as full attention, no recurrent "
-        "state"] + ([f"  split     {record.split_basis}; t/s: the first card alone"] if record.split_basis else [])
+        "state"] + ([f"  placed    {record.split_basis}; t/s: the whole model on the first card, placed t/s: "
+                     "as placed"] if record.split_basis else [])
         + ["", rows])

@@ -92,9 +92,14 @@ def kv_bytes_basis(ins: Inspection) -> str:
         text += (f", against {fp.full_gqa_kv_bytes_per_token:,} B/token if all {n_mixer} layers were full GQA: "
                  f"a {fp.reduction:.1f}x reduction")
     if fp.recurrent_state_bytes:
-        text += (f"; plus {fp.recurrent_state_bytes:,} B of recurrent state per sequence, "
+        text += (f"; plus {state_per_sequence(fp):,} B of recurrent state per sequence, "
                  f"independent of context length")
     return text
+
+
+def state_per_sequence(fp) -> int:
+    """One sequence's recurrent state: the record's basis, whatever slots the inspection was sized for."""
+    return fp.recurrent_state_bytes // max(1, fp.params.n_seq)
 
 
 def _timed(bench: list[BenchRecord], n_ctx: int) -> list[BenchRecord]:
@@ -211,6 +216,6 @@ def build_record(label: str, model_name: str, ins: Inspection, verify: list[Veri
         kv_bytes_basis=kv_bytes_basis(ins), methodology="; ".join(methodology), notes="; ".join(notes),
         engine_id=engine_id, context_length=context_length, n_ctx_train=ins.geometry.n_ctx_train,
         kv_bytes_per_token=fp.kv_bytes_per_token, full_gqa_kv_bytes_per_token=fp.full_gqa_kv_bytes_per_token,
-        kv_bytes_at_context=kv_bytes_at_context, recurrent_state_bytes=fp.recurrent_state_bytes,
+        kv_bytes_at_context=kv_bytes_at_context, recurrent_state_bytes=state_per_sequence(fp),
         measured_kv_bytes=measured_kv, measured_prefill_tok_s=measured_pp, measured_decode_tok_s=measured_tg,
         measured_depth=depth, measured_bytes_per_token_basis=_bytes_basis(timed, depth))

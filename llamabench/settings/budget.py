@@ -7,7 +7,9 @@ import re
 from dataclasses import dataclass
 
 from ..core.errors import UsageError
+from ..core.suggest import closest
 from ..core.units import GIB, MIB
+from .cards import CARDS, find_card
 from .values import LLAMA_MAX_DEVICES
 
 _SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|tib|tb|g|m)?\s*$", re.IGNORECASE)
@@ -76,7 +78,15 @@ def budget(text) -> Budget:
             raise UsageError(f"'{text}': llama.cpp takes at most {LLAMA_MAX_DEVICES - 1} devices")
         cards = tuple(Card(b.label, b.bytes) for b in map(budget, pieces))
         return Budget("+".join(c.label for c in cards), sum(c.bytes for c in cards), cards)
+    named = find_card(str(text))
+    if named is not None:  # a card by name, as roofline --card spells it: its memory
+        return Budget(named.id, int(named.vram_gib * GIB))
     label, value = _size_value(text)
+    if re.fullmatch(r"\s*\d{4}\s*", str(text)):  # 4090 read as GiB would fit anything: a card's model number
+        named = closest(str(text), [c.id for c in CARDS])
+        guess = f"; did you mean {named} ({find_card(named).vram_gib:g} GiB)?" if named else ": a card's number?"
+        raise UsageError(f"'{text}' would be {text.strip()} GiB{guess}",
+                         hint="write a size (24GiB) or a card name: " + ", ".join(c.id for c in CARDS))
     if value <= 0:
         raise UsageError(f"'{text}' must be positive")
     if value > MAX_SIZE:

@@ -244,6 +244,8 @@ _OPTIONS = (
        "(default 16, PCIe 4.0 x16 at half its peak; 1.25 for 10 GbE to an RPC host)"),
     _p("link_ms", ["--link-ms"], nonneg_float, 0.0, "several cards: latency per hop in ms (0 on PCIe; a network "
        "round trip, e.g. 0.2, to an RPC host)"),
+    _p("ram_bandwidth", ["--ram-bandwidth"], positive_float, None, "with -ngl or --n-cpu-moe: GB/s of the system RAM "
+       "that holds the rest (default: this machine's, measured)"),
     _p("bw_eff", ["--bw-eff"], fraction, None, "bandwidth efficiency (default 0.70)"),
     _p("compute_eff", ["--compute-eff"], fraction, None, "compute efficiency (default 0.30)"),
     _p("compare", ["--compare"], text, (), "catalog ids to draw beside the model in the KV plot", metavar="ID"),

@@ -175,3 +175,37 @@ def test_a_card_size_given_twice_is_one_table(capsys):
     fit = json.loads(capsys.readouterr().out)["fit"]
     assert [b["label"] for b in fit["budgets"]] == ["24GiB", "16GiB"]
     assert len(fit["rows"]) == 2  # one -ngl 0 row per card size
+
+
+def test_roofline_prices_what_fit_recommends_with_experts_or_layers_in_ram(capsys):
+    """Trap 10: `roofline -ncmoe 16` was unrecognized; fit's placements are priced beside the whole-card ceiling."""
+    import llamabench as lb
+
+    def placed(**kw):
+        return [r.split_tok_s for r in lb.roofline("qwen3-5-35b-a3b", card="rtx-4060-ti-16gb", n_ctx=32768,
+                                                      ram_bandwidth=60, **kw).rows]
+
+    whole = [r.tok_s for r in lb.roofline("qwen3-5-35b-a3b", card="rtx-4060-ti-16gb", n_ctx=32768).rows]
+    assert placed(n_cpu_moe=0) == pytest.approx(whole)  # nothing in RAM: the whole-card ceiling
+    few, many = placed(n_cpu_moe=8), placed(n_cpu_moe=24)
+    assert all(m < f < w for m, f, w in zip(many, few, whole))  # more experts in RAM, slower
+    assert all(a < w for a, w in zip(placed(n_gpu_layers=20), whole))
+    assert main(["roofline", "qwen3-5-35b-a3b", "--card", "rtx-4090", "-ncmoe", "16", "--ram-bandwidth", "60"]) == 0
+    out = capsys.readouterr().out
+    assert "ceilings" in out and "placed t/s" in out and "--n-cpu-moe 16" in out
+    for argv, says in ((["--card", "rtx-4090", "--ram-bandwidth", "60"], "give -ngl or --n-cpu-moe"),
+                       (["--card", "rtx-4090+rtx-3090", "-ngl", "10"], "one --card")):
+        assert main(["roofline", "qwen3-5-35b-a3b", *argv]) == 2
+        assert says in capsys.readouterr().err
+
+
+def test_fit_takes_a_card_by_the_name_roofline_uses_and_refuses_a_bare_model_number(capsys):
+    """Trap 10: fit and roofline named the same card two ways; `--vram 4090` was 4090 GiB."""
+    from llamabench.settings.budget import budget as parse_budget
+
+    assert parse_budget("rtx-4090").bytes == 24 * GIB and parse_budget("rtx-4090").label == "rtx-4090"
+    two = parse_budget("rtx-4090+rtx-3060-12gb")
+    assert [c.bytes for c in two.cards] == [24 * GIB, 12 * GIB]
+    with pytest.raises(SystemExit) as ended:  # argparse's own refusal of --vram, in one line
+        main(["fit", "qwen3-5-35b-a3b", "--vram", "4090", "-c", "4096"])
+    assert ended.value.code == 2 and "did you mean rtx-4090 (24 GiB)?" in capsys.readouterr().err

@@ -41,7 +41,11 @@ def test_builtin_default_headline_numbers(capsys):
     assert fp.full_gqa_kv_bytes_per_token == 81920
     assert fp.reduction == 4.0
     assert fp.kv_bytes == 2_684_354_560
-    assert fp.recurrent_state_bytes == 65_863_680
+    # llama-server's default context, as fit sizes it: 4 slots on one unified stream, a DeltaNet state per slot
+    assert (fp.params.n_seq, fp.params.kv_unified) == (4, True)
+    assert fp.recurrent_state_bytes == 4 * 65_863_680
+    assert lb.inspect("qwen3-5-35b-a3b", n_seq=1).footprint.recurrent_state_bytes == 65_863_680
+    assert lb.inspect("qwen3-5-35b-a3b", runtime="llama-cpp-python").footprint.recurrent_state_bytes == 65_863_680
     assert fp.shape.n_ctx == 131072 == lb.DEFAULT_N_CTX
     assert [layer.index for layer in layers if layer.kind == "full"] == list(range(3, 40, 4))
     assert {str(layer.kind) for layer in layers} == {"full", "recurrent"}
@@ -57,7 +61,7 @@ def test_human_table_groups_runs(capsys):
     out = capsys.readouterr().out
     assert "3, 7, ..., 39" in out
     assert "0-2, 4-6, ..., 36-38" in out
-    assert "20,480 B/token" in out and "2560.00 MiB" in out and "62.81 MiB" in out and "4.00x" in out
+    assert "20,480 B/token" in out and "2560.00 MiB" in out and "251.25 MiB" in out and "4.00x" in out
 
 
 def test_ctx_rounding_and_cache_types(capsys):

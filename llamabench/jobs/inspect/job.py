@@ -5,14 +5,17 @@ Reads the model's header only (a file, a URL's first bytes, or a catalog id's tw
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...memory.footprint import KvPoint, kv_curve
 from ...memory.inspection import Inspection
 from ...memory.inspection import inspect as inspect_metadata
+from ...memory.runtimes import RuntimeConfig
+from ...settings.params import Params
 from ...settings.sweep import params_from
 from ..arguments import call_values
+from ..fit.options import runtime_config
 from ..source import ModelSource, resolve
 
 INSPECT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_seq", "kv_unified", "swa_full", "n_batch",
@@ -26,11 +29,24 @@ class Inspected:
     kv_curve: tuple[KvPoint, ...]
 
 
-def inspect_model(model: str, params: dict[str, Any]) -> Inspected:
-    """The inspection of MODEL with these parameters, and KV against n_ctx up to the trained context."""
-    values = call_values(params, INSPECT_PARAMS)
+def runtime_params(params: dict[str, Any], runtime=None) -> tuple[Params, RuntimeConfig]:
+    """The context `runtime` creates (llama-server by default, as fit sizes it: its 4 unified slots unless -np
+    or -kvu say otherwise), from an API call's or the command line's parameters; --swa-full where given."""
+    given = {k: v for k, v in params.items() if v is not None}
+    values = call_values(given, INSPECT_PARAMS)
+    config = runtime_config(runtime, n_seq=given.get("n_seq"), kv_unified=given.get("kv_unified") or None)
+    p = config.context(params_from(values))
+    return (p.replace(swa_full=values["swa_full"]) if "swa_full" in given else p), config
+
+
+def inspect_model(model: str, params: dict[str, Any], runtime=None) -> Inspected:
+    """The inspection of MODEL with these parameters in the context `runtime` creates, and KV against n_ctx up to
+    the trained context."""
+    p, config = runtime_params(params, runtime)
     source = resolve(model)
-    p = params_from(values)
     result = inspect_metadata(source.metadata, p, source.entry)
+    said = config.describe(result.geometry).split(", prompt cache")[0]  # the context's part; fit adds the RAM
+    result = replace(result, runtime=f"{said}, as `fit` sizes it (-np 1 or --runtime llama-cpp-python: one sequence)"
+                     if config.is_server else said)
     top = max(result.geometry.n_ctx_train, result.footprint.shape.n_ctx)
     return Inspected(source, result, kv_curve(result.geometry, result.footprint.params, top))

@@ -19,6 +19,7 @@ from ...settings.sweep import params_from, parse_value
 from ..arguments import call_values
 from ..source import ModelSource, resolve
 from ..twin.shape import published_weights
+from .placement import PlacementSpeed, host_model, placement_speed
 from .split import SplitSpeed, split_speed
 
 ROOFLINE_PARAMS = ("n_ctx", "type_k", "type_v")
@@ -39,7 +40,7 @@ class RooflineRow:
     full_gqa_bytes_per_token: int
     full_gqa_tok_s: float
     measured_tok_s: float | None = None
-    split_tok_s: float | None = None  # several cards (--card A+B): the layer split's decode t/s
+    split_tok_s: float | None = None  # several cards (--card A+B), or part in RAM (-ngl, -ncmoe): its decode t/s
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,8 @@ class Prediction:
 
 def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, card: str | None = None,
             bandwidth=None, tflops=None, bw_eff=None, compute_eff=None, calibrate=None, quant: str | None = None,
-            tensor_split=None, link=None, link_ms=None) -> Prediction:
+            tensor_split=None, link=None, link_ms=None, n_gpu_layers=None, n_cpu_moe=None,
+            ram_bandwidth=None) -> Prediction:
     """The rows of MODEL's roofline (`params`: the schema's, by name); `bench_records` reads the --calibrate
     file."""
     values = call_values(params, ROOFLINE_PARAMS)
@@ -88,12 +90,21 @@ def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, 
         raise UsageError("give card=NAME (--card), bandwidth=GB/s (--bandwidth) or calibrate=FILE (--calibrate)")
     if (tensor_split or link or link_ms) and split is None:
         raise UsageError("-ts, --link and --link-ms describe several cards: give them as --card A+B")
+    if n_gpu_layers is not None or n_cpu_moe is not None:  # fit's answer with part of the model in RAM, priced
+        if split is not None or calibrate:
+            raise UsageError("-ngl and --n-cpu-moe price one card beside system RAM: give one --card or --bandwidth")
+        split = placement_speed(meta, geometry, p, model_, host_model(ram_bandwidth, bw_eff), scale,
+                                parse_value("n_gpu_layers", n_gpu_layers, listed=False)
+                                if n_gpu_layers is not None else None,
+                                parse_value("n_cpu_moe", n_cpu_moe, listed=False) if n_cpu_moe is not None else None)
+    elif ram_bandwidth:
+        raise UsageError("--ram-bandwidth prices the part in system RAM: give -ngl or --n-cpu-moe with it")
     return Prediction(source, geometry.architecture, p, model_, active, weights_basis,
                       rows(geometry, p, active, model_, measured, offset, split), split.basis if split else None)
 
 
 def rows(geometry, p: Params, active: int, model_: speed.SpeedModel, measured: dict[int, float], offset: int,
-         split: SplitSpeed | None) -> tuple[RooflineRow, ...]:
+         split: SplitSpeed | PlacementSpeed | None) -> tuple[RooflineRow, ...]:
     """One row per depth: 0, n_ctx / 16, / 8, / 4, / 2, n_ctx, and every measured depth."""
     depths = sorted({0, *(p.n_ctx * f // 16 for f in (1, 2, 4, 8, 16)), *measured})
     out = []

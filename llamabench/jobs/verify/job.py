@@ -17,9 +17,7 @@ from ...memory.verification import Check, MatrixCell, MatrixResult, compare, des
 from ...model.architectures import no_rule_line, no_rule_reason
 from ...model.layout import has_layout_rule
 from ...settings.params import Params
-from ...settings.sweep import params_from
-from ..arguments import call_values
-from ..inspect.job import INSPECT_PARAMS
+from ..inspect.job import runtime_params
 from ..source import ModelSource, resolve
 
 
@@ -36,12 +34,12 @@ class Verified:
     no_rule: str = ""
 
 
-def verify_model(model: str, params: dict[str, Any]) -> Verified:
-    """One dry run of MODEL with these parameters (inspect's), its allocations checked against the theory; an
-    architecture without a layout rule gets llama.cpp's own sizes, measured, with nothing to check them against."""
-    values = call_values(params, INSPECT_PARAMS)
+def verify_model(model: str, params: dict[str, Any], runtime=None) -> Verified:
+    """One dry run of MODEL with these parameters (inspect's, in the context `runtime` creates, llama-server's by
+    default), its allocations checked against the theory; an architecture without a layout rule gets llama.cpp's
+    own sizes, measured, with nothing to check them against."""
+    p, _ = runtime_params(params, runtime)
     source = resolve(model)
-    p = params_from(values)
     if not has_layout_rule(source.metadata):
         path = source.gguf_for_llama()
         dry = dry_runs(str(path), [p])[0]
