@@ -16,7 +16,7 @@ from ..core.errors import BadModelFile, CatalogError
 from ..model.layout import ModelGeometry, geometry_from_metadata
 from ..model.metadata import CatalogEntry, ModelMetadata, ModelRef
 from ..model.validate import check_for_llama
-from ..world import catalog, gguf_file, remote
+from ..world import catalog, gguf_file, hf_repo, remote
 from ..world.paths import cache_dir
 from .twin.cache import cached_twin
 
@@ -80,6 +80,7 @@ def resolve(model: str) -> ModelSource:
     if not model:
         raise BadModelFile("no model given")
     if remote.is_remote(model):
+        model = hf_repo.expand(model)  # hf://OWNER/REPO[:QUANT]: the file llama.cpp's -hf would load
         meta, local = _read_remote(model)
         return ModelSource(meta, None, local, file_label(local, _catalog_ids()), url=remote.redact(model))
     if looks_like_path(model):
@@ -99,7 +100,7 @@ def _catalog_ids() -> set[str]:
 
 def read_any(model: str):
     """The metadata of any GGUF, local or remote, whatever its architecture (a projector, say)."""
-    return _read_remote(model)[0] if remote.is_remote(model) else gguf_file.read_metadata(model)
+    return _read_remote(hf_repo.expand(model))[0] if remote.is_remote(model) else gguf_file.read_metadata(model)
 
 
 def _read_remote(model: str):

@@ -70,7 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
                                 help=shown)
             target.add_argument(*spec.flags, dest="model", metavar="MODEL", action=OnceModel,
                                 help="the same as MODEL, as llama.cpp's tools spell it")
-            parser.set_defaults(model=optional_model)  # where OnceModel finds it: a default is not a second model
+            hf = SCHEMA["hf_repo"]  # the model too: settle_model makes it MODEL
+            target.add_argument(*hf.flags, dest="hf_repo", metavar=hf.metavar, type=_ArgType("hf_repo", False),
+                                default=None, help=hf.help)
+            # where OnceModel (and settle_model, for -hf) finds it: a default is not a second model
+            parser.set_defaults(model=optional_model, model_default=optional_model)
             continue
         if spec.action == "store_true":
             target.add_argument(*spec.flags, dest=name, action="store_true", default=default, help=help_text)

@@ -21,6 +21,12 @@ class OnceModel(argparse.Action):
 
 
 def settle_model(args: argparse.Namespace) -> None:
-    """A UsageError where a command that takes MODEL was given none."""
+    """MODEL from -hf where given (hf://OWNER/REPO[:QUANT]); a UsageError where a command that takes MODEL was given
+    none, or two."""
+    hf = getattr(args, "hf_repo", None)
+    if hf is not None:
+        if args.model is not None and args.model != getattr(args, "model_default", None) and args.model != hf:
+            raise UsageError(f"two models: '{args.model}' and -hf {hf.removeprefix('hf://')}; give one")
+        args.model = hf
     if hasattr(args, "model") and args.model is None:
         raise UsageError("no model given: write MODEL (a GGUF file, a URL or a catalog id) or -m MODEL")

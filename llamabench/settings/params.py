@@ -28,6 +28,7 @@ from .values import (
     file_or_url,
     flash_attn,
     fraction,
+    hf_repo_model,
     int_at_least_minus_one,
     nonneg_float,
     nonneg_int,
@@ -181,6 +182,9 @@ def _p(name, flags, parse, default, help, **kw) -> Param:
 _OPTIONS = (
     _p("model", ["-m", "--model"], text, None, "a GGUF file (local, https:// or hf://) or a catalog id from "
        "models.toml (a catalog id runs llama.cpp on its geometry twin)", metavar="MODEL"),
+    _p("hf_repo", ["-hf", "-hfr", "--hf-repo"], hf_repo_model, None, "a Hugging Face repository as llama.cpp's -hf "
+       "takes it: the GGUF llama.cpp would load (QUANT, else Q4_K_M, then Q8_0), its header read; the same as MODEL "
+       "hf://OWNER/REPO[:QUANT]", metavar="OWNER/REPO[:QUANT]"),
     _p("output", ["-o", "--output"], OutputFormat, OutputFormat.TEXT, "output format: text, md, csv, json, jsonl",
        metavar="FORMAT"),
     _p("results", ["--results"], path, None, "append the records to this JSON Lines results file", metavar="FILE"),

@@ -244,6 +244,16 @@ def file_or_url(text) -> str:
     return value
 
 
+def hf_repo_model(value) -> str:
+    """-hf OWNER/REPO[:QUANT] as the MODEL hf://OWNER/REPO[:QUANT] (the file is picked when it is read)."""
+    value = str(value).strip()
+    if value.startswith("hf://"):
+        return value
+    if value.count("/") != 1 or value.startswith(("/", ".")) or "://" in value:
+        raise UsageError(f"'{value}' is not OWNER/REPO[:QUANT] (e.g. unsloth/Qwen3.5-35B-A3B-GGUF:Q4_K_M)")
+    return "hf://" + value
+
+
 def text(value) -> str:
     return str(value)
 

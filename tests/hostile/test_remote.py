@@ -372,3 +372,35 @@ def test_a_healthy_server_is_not_a_stall(served, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("LLAMABENCH_HTTP_LOW_SPEED", "1024/2")
     monkeypatch.setenv("LLAMABENCH_CACHE_DIR", str(tmp_path))
     assert main(["inspect", f"{server.url}/files/qwen35-twin.gguf", "-c", "4096"]) == 0
+
+
+def test_hf_repo_with_a_quant_reads_the_file_llama_cpp_would_load(tmp_path, capsys, monkeypatch):
+    """Trap 2: `-hf OWNER/REPO:QUANT`, llama.cpp's habit, gave "argument -h/--help: ignored explicit argument 'f'"."""
+    import shutil
+
+    twin = write_twin(catalog.get_entry("qwen3-5-35b-a3b").metadata, tmp_path / "twin.gguf").path
+    root = tmp_path / "repo"
+    root.mkdir()
+    for name in ("Model-Q8_0.gguf", "Model-Q4_K_M.gguf", "mmproj-Model-Q4_K_M.gguf"):
+        shutil.copyfile(twin, root / name)
+    with FileServer(root) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        for argv, chosen in ((["-hf", "someone/some-repo"], "Model-Q4_K_M.gguf"),  # llama.cpp's default tag
+                             (["-hf", "someone/some-repo:q8_0"], "Model-Q8_0.gguf"),  # any case
+                             (["hf://someone/some-repo:Q4_K_M"], "Model-Q4_K_M.gguf")):  # the API's spelling
+            assert main(["inspect", *argv, "--json"]) == 0
+            model = json.loads(capsys.readouterr().out)["model"]
+            assert (model["path"] or "").endswith(f"/{chosen}"), (argv, model)
+        line = one_error(capsys, ["inspect", "-hf", "someone/some-repo:IQ4_XS"], "no GGUF for IQ4_XS")
+        assert "Model-Q8_0.gguf" in line  # what the repository holds, said
+
+
+def test_llama_cpps_pick_of_a_repository_file():
+    from llamabench.world.hf_repo import best_model_file
+
+    files = ["README.md", "mmproj-M-Q4_K_M.gguf", "M-Q6_K-00002-of-00002.gguf", "M-Q6_K-00001-of-00002.gguf",
+             "M-Q8_0.gguf", "imatrix-Q4_K_M.gguf"]
+    assert best_model_file(files, "Q6_K") == "M-Q6_K-00001-of-00002.gguf"  # a split set: its first part
+    assert best_model_file(files, "") == "M-Q8_0.gguf"  # no Q4_K_M model: Q8_0
+    assert best_model_file(files, "Q4_K_M") is None  # sidecars are no model
+    assert best_model_file(["a.gguf", "b.gguf"], "") == "a.gguf"

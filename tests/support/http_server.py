@@ -6,6 +6,7 @@ Every request is recorded (path, Authorization, Range, If-Range) in `server.serv
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import dataclass
@@ -136,6 +137,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
         h = self.headers
         self.served.record(Request(self.path, h.get("Host"), h.get("Authorization"), h.get("Range"), h.get("If-Range")))
+        if self.path.startswith("/api/models/"):  # huggingface_hub's list_repo_files: every file served, by path
+            files = sorted(str(p.relative_to(self.served.root)) for p in self.served.root.rglob("*") if p.is_file())
+            body = json.dumps([{"type": "file", "path": f, "size": 0, "oid": "0"} for f in files]).encode()
+            return self._plain(200, {"Content-Type": "application/json"}, body)
         mode, name = _split(self.path)
         try:
             self._answer(mode, name)

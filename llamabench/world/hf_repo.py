@@ -1,0 +1,94 @@
+"""A Hugging Face repository named as llama.cpp's `-hf OWNER/REPO[:QUANT]` takes it, and the GGUF of it llama.cpp
+would load: the repository's files listed (huggingface_hub, HF_ENDPOINT and HF_TOKEN honoured), the model file
+picked by llama.cpp's own rule (common/download.cpp, llama.cpp as vendored by llama-cpp-python 0.3.36):
+
+- `common_download_split_repo_tag` (74-81): OWNER/REPO, then an optional `:TAG`;
+- `find_best_model` (655-690): the first file whose path matches `TAG[.-]` (any case), else with no tag
+  Q4_K_M, then Q8_0, then the first model file; a split set's first part only;
+- `gguf_filename_is_model` (636-653): a .gguf that is no mmproj, imatrix, mtp-, eagle3-, dflash- or dspark- file.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+
+from ..core.safe_text import escaped
+from .remote import RemoteError
+
+DEFAULT_TAGS = ("Q4_K_M", "Q8_0")
+_SIDECARS = ("mmproj", "imatrix", "mtp-", "eagle3-", "dflash-", "dspark-")
+_SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
+_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def names_a_repo(model: str) -> bool:
+    """hf://OWNER/REPO or hf://OWNER/REPO:TAG (no file): a repository, as llama.cpp's -hf names one."""
+    if not model.startswith("hf://"):
+        return False
+    spec = model[len("hf://"):].partition("@")[0]
+    return spec.count("/") == 1
+
+
+def split_repo_tag(text: str) -> tuple[str, str]:
+    """(OWNER/REPO, TAG) of `OWNER/REPO[:TAG]`; RemoteError for anything else."""
+    repo, _, tag = str(text).partition(":")
+    if not _REPO.fullmatch(repo) or ":" in tag or re.search(r"[^A-Za-z0-9_.-]", tag):
+        raise RemoteError(f"'{escaped(text)}' is not a Hugging Face repository: write OWNER/REPO[:QUANT] "
+                          "(e.g. unsloth/Qwen3.5-35B-A3B-GGUF:Q4_K_M)")
+    return repo, tag
+
+
+def is_model_file(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(".gguf") and not any(s in name for s in _SIDECARS)
+
+
+def _first_part(path: str) -> bool:
+    m = _SPLIT.search(path)
+    return m is None or int(m[2]) <= 1 or int(m[1]) == 1
+
+
+def best_model_file(files: list[str], tag: str) -> str | None:
+    """The file llama.cpp's -hf loads for TAG (find_best_model)."""
+    for t in ([tag] if tag else list(DEFAULT_TAGS)):
+        pattern = re.compile(re.escape(t) + r"[.-]", re.IGNORECASE)
+        for f in files:
+            if is_model_file(f) and pattern.search(f) and _first_part(f):
+                return f
+    if not tag:
+        return next((f for f in files if is_model_file(f) and _first_part(f)), None)
+    return None
+
+
+def repo_files(repo: str, revision: str | None, shown: str) -> list[str]:
+    from huggingface_hub import HfApi, get_token
+
+    hub_log = logging.getLogger("huggingface_hub")
+    level = hub_log.level
+    hub_log.setLevel(logging.CRITICAL)  # its retry warnings would make a second line: the error says it once
+    try:
+        api = HfApi(endpoint=(os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None, token=get_token())
+        return list(api.list_repo_files(repo, revision=revision or None))
+    except Exception as exc:  # huggingface_hub's and requests' errors alike: one line
+        why = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        raise RemoteError(f"{shown}: the repository's files could not be listed ({escaped(why)})") from None
+    finally:
+        hub_log.setLevel(level)
+
+
+def expand(model: str) -> str:
+    """hf://OWNER/REPO[:TAG][@REVISION] as hf://OWNER/REPO/FILE[@REVISION], FILE as llama.cpp's -hf picks it;
+    any other MODEL as it is."""
+    if not names_a_repo(model):
+        return model
+    spec, at, revision = model[len("hf://"):].partition("@")
+    repo, tag = split_repo_tag(spec)
+    files = repo_files(repo, revision, escaped(model))
+    chosen = best_model_file(files, tag)
+    if chosen is None:
+        listed = ", ".join(f for f in files if f.endswith(".gguf"))[:300] or "none"
+        raise RemoteError(f"hf://{spec}: no GGUF {'for ' + tag if tag else 'model file'} in the repository "
+                          f"(its .gguf files: {escaped(listed)})")
+    return f"hf://{repo}/{chosen}" + (f"@{revision}" if at else "")
