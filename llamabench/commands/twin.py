@@ -9,7 +9,9 @@ from pathlib import Path
 from ..core.errors import UsageError
 from ..core.units import mib
 from ..jobs import source as model_source
-from ..jobs.twin.build import write_twin
+from ..jobs.twin.build import caches_as_the_source, write_twin
+from ..model.architectures import no_rule_reason
+from ..model.layout import has_layout_rule
 from ..settings import arguments
 from ..world.outputs import check_output
 from . import SUMMARY
@@ -40,8 +42,17 @@ def run(args: argparse.Namespace) -> int:
         if show:
             print(f"\rwriting {out}: {done}/{total} tensors", end="" if done < total else "\n", file=sys.stderr)
 
-    result = write_twin(source.metadata, out, progress=progress)
+    ruled = has_layout_rule(source.metadata)
+    result = write_twin(source.metadata, out, progress=progress, require_layout=ruled)
     g = result.geometry
+    if g is None:  # no layout rule: llama.cpp itself checks the twin's caches against the file's
+        checked = caches_as_the_source(str(source.gguf_for_llama()), result.path)
+        print(f"wrote {result.path}: {mib(result.file_bytes)} ({mib(result.disk_bytes)} on disk), "
+              f"{result.n_tensors} tensors, {result.seconds:.2f} s")
+        arch = source.metadata.architecture
+        print(f"twin of {source.name} ({arch}): no layout rule in llamabench ({no_rule_reason(arch)}); llama.cpp "
+              f"sizes the twin's caches as the file's ({checked}); use it with: llamabench verify {result.path}")
+        return 0
     kinds: dict[str, int] = {}
     for layer in g.layers:
         kinds[str(layer.kind)] = kinds.get(str(layer.kind), 0) + 1

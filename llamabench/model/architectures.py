@@ -109,7 +109,7 @@ SSM_KEYS = (K.SSM_CONV_KERNEL, K.SSM_INNER_SIZE, K.SSM_STATE_SIZE, K.SSM_TIME_ST
 MAMBA1_SSM_KEYS = SSM_KEYS[:4]  # src/models/jamba.cpp, mamba.cpp read no ssm.group_count
 MLA_KEYS = (K.KEY_LENGTH_MLA, K.VALUE_LENGTH_MLA)
 KDA_KEYS = (K.SSM_CONV_KERNEL, K.KDA_HEAD_DIM)
-NO_LAYOUT_TAIL = "bench, verify and fit answer with llama.cpp's own numbers, measured"
+NO_LAYOUT_TAIL = "bench, verify, fit, roofline and twin answer with llama.cpp's own numbers, measured"
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ def fields(measured: bool, split: bool = False) -> tuple[Field, ...]:
               / r.measured_tok_s * 100, lambda v: f"{v:+.1f}%", "r", shown),
         Field("full_gqa_bytes_per_token", "full GQA MiB/token", lambda r: r.full_gqa_bytes_per_token, _m, "r"),
         Field("full_gqa_tok_s", "full GQA t/s", lambda r: r.full_gqa_tok_s, _f1, "r"),
-        Field("speed_up", "speed-up", lambda r: r.tok_s / r.full_gqa_tok_s, lambda v: f"{v:.2f}x", "r"),
+        Field("speed_up", "speed-up", lambda r: r.tok_s / r.full_gqa_tok_s if r.full_gqa_tok_s else None,
+              lambda v: f"{v:.2f}x", "r"),
     )
 
 
@@ -48,7 +49,9 @@ def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
         f"  model     time per token = bytes / {m.bandwidth / 1e9:.1f} GB/s"
         + (f" + attention FLOPs / {m.compute / 1e12:.2f} TFLOPS" if math.isfinite(m.compute)
            else " (attention compute not limiting)") + f" ({m.basis})",
-        f"  KV        K {p.type_k}, V {p.type_v}; full GQA: every mixer layer cached as full attention, no recurrent "
-        "state"] + ([f"  placed    {record.split_basis}; t/s: the whole model on the first card, placed t/s: "
+        (f"  KV        K {p.type_k}, V {p.type_v}; full GQA: every mixer layer cached as full attention, no recurrent "
+         "state" if any(r.full_gqa_bytes_per_token is not None for r in record.rows) else
+         f"  KV        K {p.type_k}, V {p.type_v}: the caches llama.cpp allocates for a context of each depth, measured "
+         "(no_alloc dry runs, one sequence); no layout rule in llamabench, so no full-GQA counterfactual")] + ([f"  placed    {record.split_basis}; t/s: the whole model on the first card, placed t/s: "
                      "as placed"] if record.split_basis else [])
         + ["", rows])

@@ -134,3 +134,24 @@ def test_a_fit_tells_its_progress(gemma, tmp_path):
     again: list[str] = []
     lb.fit(str(copy), n_ctx=8192, vram=["2GiB"], emulate=True, progress=again.append)
     assert again == []
+
+
+def test_an_architecture_without_a_layout_rule_gets_a_roofline_and_a_twin(no_rule_twin, tmp_path, capsys):
+    """Every command answers: roofline with the caches llama.cpp allocates at each depth (growing with it), twin
+    with llama.cpp's own dry runs holding the twin's caches to the file's; a split or placement is one line."""
+    import llamabench as lb
+
+    record = lb.roofline(str(no_rule_twin), bandwidth=500, n_ctx=16384)
+    kv = [r.kv_read_bytes for r in record.rows]
+    assert kv == sorted(kv) and kv[-1] > 4 * kv[1] > 0  # measured, growing with the depth
+    assert all(r.full_gqa_tok_s is None for r in record.rows)
+    assert main(["roofline", str(no_rule_twin), "--bandwidth", "500", "-c", "8192"]) == 0
+    assert "measured" in capsys.readouterr().out
+    assert main(["roofline", str(no_rule_twin), "--card", "rtx-4090", "-ncmoe", "2"]) == 2
+    assert "not --calibrate, a split or a placement" in capsys.readouterr().err
+    out = tmp_path / "twin.gguf"
+    assert main(["twin", str(no_rule_twin), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert out.is_file() and "llama.cpp sizes the twin's caches as the file's" in said
+    assert lb.verify(str(out), n_ctx=16384).allocations.kv_bytes == lb.verify(str(no_rule_twin),
+                                                                               n_ctx=16384).allocations.kv_bytes

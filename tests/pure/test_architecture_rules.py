@@ -444,7 +444,7 @@ def docs_section() -> str:
              "K and V from the standard keys, NextN layers left to the MTP context).", "",
              "| architecture | rule |", "|---|---|"]
     lines += [f"| `{row.name}` | {archs.describe(row)} |" for row in sorted(ruled, key=lambda r: r.name)]
-    lines += ["", "No layout rule (`inspect`, `roofline` and `twin` say so in one line; `bench`, `verify` and `fit` "
+    lines += ["", "No layout rule (`inspect` says so in one line; `bench`, `verify`, `fit`, `roofline` and `twin` "
               "answer with llama.cpp's own numbers, measured by its dry runs; so for any architecture the table "
               "does not name):", "",
               "| architecture | why |", "|---|---|"]
@@ -468,7 +468,7 @@ def readme_section() -> str:
     head = (f"{len(ruled)} of the {len(ARCHITECTURES)} architectures of the vendored llama.cpp have a layout rule "
             "(each one's rule: [docs/architectures.md](docs/architectures.md)):")
     tail = (f"No rule yet ({', '.join(archs.NO_RULE)}), or one the table does not name: `inspect` says so in one "
-            "line, and `bench`, `verify` and `fit` answer with llama.cpp's own numbers, measured.")
+            "line, and `bench`, `verify`, `fit`, `roofline` and `twin` answer with llama.cpp's own numbers, measured.")
     return "\n".join([BEGIN, "", head, "", *lines, "", tail, "", END])
 
 

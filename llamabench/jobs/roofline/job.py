@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ...core.errors import UsageError
+from ...llama.worker import dry_runs
 from ...memory import speed
-from ...model.layout import geometry_from_metadata
+from ...model.architectures import no_rule_line, no_rule_reason
+from ...model.layout import geometry_from_metadata, has_layout_rule, measured_geometry
 from ...settings.params import Params
 from ...settings.sweep import params_from, parse_value
 from ..arguments import call_values
@@ -37,8 +39,8 @@ class RooflineRow:
     kv_read_bytes: int
     recurrent_bytes: int
     tok_s: float
-    full_gqa_bytes_per_token: int
-    full_gqa_tok_s: float
+    full_gqa_bytes_per_token: int | None  # None: no layout rule, so no full-GQA counterfactual
+    full_gqa_tok_s: float | None
     measured_tok_s: float | None = None
     split_tok_s: float | None = None  # several cards (--card A+B), or part in RAM (-ngl, -ncmoe): its decode t/s
 
@@ -66,9 +68,13 @@ def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, 
         raise UsageError("n_ctx 0: give the deepest depth")
     source = resolve(model)
     meta, weights_basis, scale = weights_source(source, quant or "Q4_K_M")
-    geometry = geometry_from_metadata(meta)
+    ruled = has_layout_rule(meta)
+    geometry = geometry_from_metadata(meta) if ruled else measured_geometry(meta, no_rule_reason(meta.architecture))
     _, active = speed.weights_per_token(meta, geometry, scale_to_bytes=scale)
     p = params_from(values)
+    if not ruled and (calibrate or n_gpu_layers is not None or n_cpu_moe is not None or "+" in str(card or "")):
+        raise UsageError(f"{no_rule_line(meta.architecture)}: roofline prices it on one card or bandwidth, its "
+                         "caches measured by llama.cpp at each depth; not --calibrate, a split or a placement")
     measured: dict[int, float] = {}
     offset = 0
     split = None
@@ -99,14 +105,44 @@ def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, 
                                 parse_value("n_cpu_moe", n_cpu_moe, listed=False) if n_cpu_moe is not None else None)
     elif ram_bandwidth:
         raise UsageError("--ram-bandwidth prices the part in system RAM: give -ngl or --n-cpu-moe with it")
+    if not ruled:
+        caches = measured_caches(str(source.gguf_for_llama()), p, depths_of(p, measured))
+        return Prediction(source, geometry.architecture, p, model_, active, weights_basis,
+                          measured_rows(caches, active, model_), None)
     return Prediction(source, geometry.architecture, p, model_, active, weights_basis,
                       rows(geometry, p, active, model_, measured, offset, split), split.basis if split else None)
+
+
+def depths_of(p: Params, measured: dict[int, float]) -> list[int]:
+    """0, n_ctx / 16, / 8, / 4, / 2, n_ctx, and every measured depth."""
+    return sorted({0, *(p.n_ctx * f // 16 for f in (1, 2, 4, 8, 16)), *measured})
+
+
+MIN_DRY_RUN_CTX = 256  # llama.cpp pads n_ctx to 256: depth 0 is sized as the smallest context
+
+
+def measured_caches(path: str, p: Params, depths: list[int]) -> dict[int, tuple[int, int]]:
+    """(KV, recurrent) bytes a token at each depth reads, for an architecture without a layout rule: llama.cpp's own
+    caches of a context that deep (one sequence), from no_alloc dry runs."""
+    settings = [p.replace(n_ctx=max(MIN_DRY_RUN_CTX, d), n_seq=1, kv_unified=False, repack=False) for d in depths]
+    sized = dry_runs(path, settings)
+    return {d: (s.allocations.kv_bytes, s.allocations.recurrent_bytes) for d, s in zip(depths, sized)}
+
+
+def measured_rows(caches: dict[int, tuple[int, int]], active: int, model_: speed.SpeedModel) -> tuple:
+    """Rows of an architecture without a layout rule: weights, and the KV and state llama.cpp allocated for a context
+    of each depth (read once, the state read and written); no attention FLOPs, no full-GQA counterfactual."""
+    out = []
+    for d, (kv, state) in sorted(caches.items()):
+        cost = speed.TokenCost(d, active, kv, 2 * state, 0)
+        out.append(RooflineRow(d, cost.total_bytes, kv, 2 * state, model_.tokens_per_second(cost), None, None))
+    return tuple(out)
 
 
 def rows(geometry, p: Params, active: int, model_: speed.SpeedModel, measured: dict[int, float], offset: int,
          split: SplitSpeed | PlacementSpeed | None) -> tuple[RooflineRow, ...]:
     """One row per depth: 0, n_ctx / 16, / 8, / 4, / 2, n_ctx, and every measured depth."""
-    depths = sorted({0, *(p.n_ctx * f // 16 for f in (1, 2, 4, 8, 16)), *measured})
+    depths = depths_of(p, measured)
     out = []
     for d in depths:
         ours = speed.token_cost(geometry, p, active, d + offset)  # measured tg: its middle token

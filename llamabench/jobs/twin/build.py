@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Callable
 
 from ...core.errors import UnsupportedArchitecture
+from ...llama.worker import dry_runs
 from ...model.layout import ModelGeometry, geometry_from_metadata
 from ...model.metadata import ModelMetadata
+from ...settings.params import Params
 from .generic import write_generic_twin
 
 
@@ -58,3 +60,28 @@ def write_twin(
                                       f"({meta.architecture}); no twin written")
     return TwinResult(written.path, written.file_bytes, written.disk_bytes, written.n_tensors, written.seconds,
                       geometry)
+
+
+CHECK_SETTINGS = (Params(n_ctx=4096, n_seq=1, repack=False),
+                  Params(n_ctx=16384, n_seq=4, kv_unified=True, repack=False))
+
+
+def caches_as_the_source(source_path: str, twin_path: str | os.PathLike) -> str:
+    """For a twin of an architecture without a layout rule: llama.cpp's own dry runs of the source file and of the
+    twin, at two contexts, must size every cache alike (each KV cache line and the recurrent state); the twin is
+    removed and an UnsupportedArchitecture raised where they do not. Returns what was compared, in words."""
+    source = dry_runs(source_path, list(CHECK_SETTINGS))
+    twin = dry_runs(str(twin_path), list(CHECK_SETTINGS))
+    said = []
+    for settings, a, b in zip(CHECK_SETTINGS, source, twin):
+        real, copy = a.allocations, b.allocations
+        if [c.size_mib for c in real.kv_caches] != [c.size_mib for c in copy.kv_caches] \
+                or real.recurrent_mib != copy.recurrent_mib:
+            Path(twin_path).unlink(missing_ok=True)
+            raise UnsupportedArchitecture(
+                f"the twin of {source_path} would not keep its caches: at n_ctx {settings.n_ctx} llama.cpp sizes the "
+                f"file's KV {real.kv_mib:.2f} MiB and recurrent {real.recurrent_mib:.2f} MiB, the twin's "
+                f"{copy.kv_mib:.2f} and {copy.recurrent_mib:.2f}; no twin written")
+        said.append(f"KV {real.kv_mib:.2f} MiB, recurrent {real.recurrent_mib:.2f} MiB at n_ctx {settings.n_ctx} "
+                    f"({settings.n_seq} seq)")
+    return "; ".join(said)
