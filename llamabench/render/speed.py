@@ -42,6 +42,14 @@ def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
     if fmt in ("csv", "md"):
         return rows
     m, p = record.speed_model, record.params
+    if any(r.full_gqa_bytes_per_token is not None for r in record.rows):
+        kv = (f"K {p.type_k}, V {p.type_v}; full GQA: every mixer layer cached as full attention, no recurrent "
+              "state")
+    else:
+        kv = (f"K {p.type_k}, V {p.type_v}: the caches llama.cpp allocates for a context of each depth, measured "
+              "(no_alloc dry runs, one sequence); no layout rule in llamabench, so no full-GQA counterfactual")
+    placed = ([f"  placed    {record.split_basis}; t/s: the whole model on the first card, placed t/s: as placed"]
+              if record.split_basis else [])
     return "\n".join([
         f"{record.model.name} ({record.model.architecture}): decode speed at depth, predicted: ceilings from bytes "
         "and FLOPs (a measured run is at or below them)",
@@ -49,9 +57,4 @@ def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
         f"  model     time per token = bytes / {m.bandwidth / 1e9:.1f} GB/s"
         + (f" + attention FLOPs / {m.compute / 1e12:.2f} TFLOPS" if math.isfinite(m.compute)
            else " (attention compute not limiting)") + f" ({m.basis})",
-        (f"  KV        K {p.type_k}, V {p.type_v}; full GQA: every mixer layer cached as full attention, no recurrent "
-         "state" if any(r.full_gqa_bytes_per_token is not None for r in record.rows) else
-         f"  KV        K {p.type_k}, V {p.type_v}: the caches llama.cpp allocates for a context of each depth, measured "
-         "(no_alloc dry runs, one sequence); no layout rule in llamabench, so no full-GQA counterfactual")] + ([f"  placed    {record.split_basis}; t/s: the whole model on the first card, placed t/s: "
-                     "as placed"] if record.split_basis else [])
-        + ["", rows])
+        f"  KV        {kv}", *placed, "", rows])
