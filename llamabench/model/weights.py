@@ -83,6 +83,19 @@ class WeightsBreakdown:
             return cls == "output" and n_gpu_layers > 0 and start <= self.n_layer
         return il >= start and not (cls == "routed_experts" and il < n_cpu_moe)
 
+    def host_read_per_token(self, *, n_gpu_layers: int, n_cpu_moe: int = 0, expert_share: float = 1.0) -> int:
+        """Weight bytes one decoded token reads from system RAM with this placement: the host layers' tensors and
+        the routed experts kept there, `expert_share` (used / count) of those; the output matrix where it stays
+        on the host. The input embeddings are one row a token: left out."""
+        total = 0
+        for il, classes in self.per_layer.items():
+            for cls, n in classes.items():
+                if not self._on_card(il, cls, n_gpu_layers, n_cpu_moe):
+                    total += round(n * expert_share) if cls == "routed_experts" else n
+        if not self._on_card(None, "output", n_gpu_layers, n_cpu_moe):
+            total += self.global_bytes.get("output", 0) + self.tied_output_bytes
+        return total
+
     def on_devices(self, devices: tuple[int | None, ...], n_devices: int, *, n_cpu_moe: int = 0) -> tuple[int, ...]:
         """Bytes llama.cpp puts on each device, given each layer's device (`layer_split.layer_devices`, the
         output layer last): a layer's tensors with its layer, the output matrix and norms with the output layer

@@ -10,7 +10,7 @@ from dataclasses import replace
 from ..core.units import GIB, MIB
 from ..jobs.fit.advice import describe_placement, run_line
 from ..jobs.fit.result import FitResult
-from ..jobs.fit.search import RAM_ADVICE_LLAMA, RAM_FLAGS, FitRow, recommend
+from ..jobs.fit.search import RAM_ADVICE_LLAMA, RAM_FLAGS, FitRow, quality, recommend
 from ..jobs.fit.verify import FitVerification
 from ..memory.allocations import COMPUTE_TOLERANCE_WORDS, PARTS, RAM_TOLERANCE_WORDS
 from .fields import Field, table
@@ -163,12 +163,34 @@ def host_line(row: FitRow, server: bool = True, machine_ram: int = 0) -> str:
     return line
 
 
+def _speed_line(result: FitResult, rows: list[FitRow], best: FitRow) -> list[str]:
+    """Why the pick is not the best KV type: the better KV's rows read more weights from system RAM per token."""
+    better = min((r for r in rows if r.fits), key=quality)
+    if better is best or quality(better)[0] >= quality(best)[0]:
+        return []
+    return [f"   chosen for speed: each token reads {_gib(best.ram_read_bytes)} GiB of weights from system RAM here, "
+            f"{_gib(better.ram_read_bytes)} GiB with {better.settings.type_k}/{better.settings.type_v} KV "
+            f"({describe_placement(better.placement, result.n_layer_all)}), and system RAM has about a tenth of a "
+            "card's bandwidth"]
+
+
+def _largest(result: FitResult, rows: list[FitRow]) -> list[str]:
+    """Where nothing fits at the asked n_ctx: the largest context that does, with its KV type and command."""
+    row = max(rows, key=lambda r: r.max_n_ctx)
+    if not row.max_n_ctx:
+        return []
+    shorter = replace(row, settings=row.settings.replace(n_ctx=row.max_n_ctx))
+    return [f"   the largest context that fits: {row.max_n_ctx:,} with {row.settings.type_k}/{row.settings.type_v} "
+            f"KV, {describe_placement(row.placement, result.n_layer_all)}:", f"   {run_line(result, shorter)}"]
+
+
 def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
     best = recommend(rows)
     if best:
         return [f"-> fits with {best.settings.type_k}/{best.settings.type_v} KV, "
                 f"{describe_placement(best.placement, result.n_layer_all)}:",
-                f"   {run_line(result, best)}", host_line(best, result.runtime.is_server, result.machine_ram)]
+                f"   {run_line(result, best)}", host_line(best, result.runtime.is_server, result.machine_ram),
+                *_speed_line(result, rows, best)]
     card_ok = [r for r in rows if r.card_fits]
     if card_ok:  # the row that would be recommended if the RAM were not checked
         best_on_card = recommend([replace(r, ram=None) for r in card_ok])
@@ -180,7 +202,7 @@ def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
     largest = max((r.max_n_ctx for r in rows), default=0)
     return [f"-> nothing fits: closest is {closest.settings.type_k}/{closest.settings.type_v} KV, "
             f"{describe_placement(closest.placement, result.n_layer_all)}, short by {_gib(closest.short_by)} GiB; "
-            f"largest context that fits: {largest or 'none'}"]
+            f"largest context that fits: {largest or 'none'}", *_largest(result, rows)]
 
 
 def spec_label(spec_type: str) -> str:

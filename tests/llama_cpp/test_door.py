@@ -155,3 +155,24 @@ def test_an_architecture_without_a_layout_rule_gets_a_roofline_and_a_twin(no_rul
     assert out.is_file() and "llama.cpp sizes the twin's caches as the file's" in said
     assert lb.verify(str(out), n_ctx=16384).allocations.kv_bytes == lb.verify(str(no_rule_twin),
                                                                                n_ctx=16384).allocations.kv_bytes
+
+
+def test_the_recommended_placement_is_the_one_expected_to_decode_fastest(capsys):
+    """Trap 8: a dense 27B on 16 GiB was answered with f16 KV and 35 of 63 layers on the card; the rows that
+    read the fewest weights from system RAM per token come first, and the answer says why."""
+    record = lb.fit("gemma-3-27b", vram="16GiB", n_ctx=131072)
+    best = record.fit.recommended("16GiB", 131072)
+    fitting = [r for r in record.fit.rows if r.fits]
+    assert best.ram_read_bytes == min(r.ram_read_bytes for r in fitting)
+    assert (best.settings.type_k, best.placement.n_gpu_layers(record.fit.n_layer_all)) == ("q4_0", 54)
+    assert "GB (estimate)" in record.fit.basis["weights"]  # q4_0-sized, not the shape twin's tq1_0 bytes
+    assert main(["fit", "gemma-3-27b", "--vram", "16GiB"]) == 0
+    assert "chosen for speed: each token reads 1.95 GiB of weights from system RAM" in capsys.readouterr().out
+
+
+def test_where_nothing_fits_the_largest_context_comes_with_its_kv_type_and_command(qwen, capsys):
+    """Trap 8: with -ngl 99, "largest context that fits: 24832" came with no KV type and no command."""
+    assert main(["fit", str(qwen), "--vram", "1GiB", "-ngl", "99", "-c", "131072"]) == 0
+    out = capsys.readouterr().out
+    assert "the largest context that fits: 24,832 with q4_0/q4_0 KV" in out
+    assert "-c 24832 -ngl 99 -fa on -ctk q4_0 -ctv q4_0" in out

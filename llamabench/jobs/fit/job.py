@@ -7,6 +7,7 @@ compute buffer. `run_fit` runs one checked `FitRequest` (options.py): resolve, o
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -240,8 +241,19 @@ def _weights_file(source: ModelSource, verify: bool, quant: str | None = None) -
         return _WeightsFile(str(shape), meta, f"published {chosen.name} file size {chosen.bytes / 1e9:.2f} GB "
                             "(models.toml), spread over tensors by parameter count: an estimate",
                             f"{source.label}-{chosen.name}.gguf", chosen.bytes)
-    return _WeightsFile(str(shape), meta, "no published size in the catalog: every matrix at q4_0 (estimate)",
-                        f"{source.label}.gguf")
+    q4 = q4_0_bytes(meta)  # the shape twin stores its big matrices in tq1_0: sized as q4_0 instead
+    return _WeightsFile(str(shape), meta, f"no published size in the catalog: every big matrix at q4_0, "
+                        f"{q4 / 1e9:.2f} GB (estimate)", f"{source.label}.gguf", q4)
+
+
+GGML_TYPE_TQ1_0 = 34  # ggml.h: how a shape twin stores its big matrices (jobs/twin/generic.py _dtype)
+Q4_0_BYTES_PER_WEIGHT = 18 / 32  # ggml's block_q4_0: 32 weights in 18 bytes
+
+
+def q4_0_bytes(meta) -> int:
+    """A shape twin's weights as if its big matrices were q4_0 (the rest as stored): an estimate of a Q4 file."""
+    return sum(round(math.prod(t.shape) * Q4_0_BYTES_PER_WEIGHT) if t.ggml_type == GGML_TYPE_TQ1_0 else t.n_bytes
+               for t in meta.tensors)
 
 
 def _weights_words(file: _WeightsFile, weights: WeightsBreakdown, devices: _Devices, *, ram_mode: bool,
@@ -352,12 +364,15 @@ class FitSession:
         if len(spec_types) > 1:
             session.basis["speculative"] = spec_words(geometry, spec_types, spec_params)
         session.emulate = emulate
+        used, count = file.meta.arch_count("expert_used_count"), file.meta.arch_count("expert_count")
+        session.expert_share = used / count if count else 1.0
         session.gpu_devices = gpu_devices[local_offset:]  # -sm none -mg N: from the chosen card on
         session.tensor_split = tensor_split
         session.remote = remote
         return session
 
     tensor_split: tuple[float, ...] = ()  # -ts given
+    expert_share: float = 1.0  # expert_used_count / expert_count: the routed experts one token reads
     spec_types: tuple[str, ...] = (speculative.NONE,)  # sized side by side: none, and draft-mtp where it applies
     weights_of: dict[str, WeightsBreakdown] = {}  # the weights llama-server loads with each (MTP: the NextN layers)
     spec_params: Params = Params()  # --spec-draft-n-max, -ctkd, -ctvd
@@ -518,4 +533,5 @@ class FitSession:
         return Fitter(self.geometry, weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
                       ram_mode=self.ram_mode, projector=self.projector_bytes,
                       host_projector=self.host_projector_bytes, runtime=self.runtime, ram=self.ram,
-                      tensor_split=self.tensor_split, draft=self.draft if spec == speculative.SIMPLE else None)
+                      tensor_split=self.tensor_split, draft=self.draft if spec == speculative.SIMPLE else None,
+                      expert_share=self.expert_share)

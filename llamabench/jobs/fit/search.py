@@ -194,6 +194,7 @@ class FitRow:
     ram: Budget | None = None  # --ram: the system RAM the host part must fit into
     ram_mode: bool = False  # --cpu-only: the budget is system RAM and holds parts and host alike
     devices: tuple[CardParts, ...] = ()  # each card's parts, in device order (`parts` is their sum); () with --cpu-only
+    ram_read_bytes: int = 0  # weights a decoded token reads from system RAM (WeightsBreakdown.host_read_per_token)
 
     @property
     def multi(self) -> bool:
@@ -242,8 +243,10 @@ class Fitter:
                  compute_bytes: Callable[[Params], "ComputeSplit | int"], *, reserve: "int | tuple[int, ...]",
                  ram_mode: bool = False, projector: int = 0, host_projector: int = 0,
                  runtime: RuntimeConfig | None = None, ram: Budget | None = None,
-                 tensor_split: tuple[float, ...] = (), draft: "tuple[Fitter, Placement] | None" = None):
+                 tensor_split: tuple[float, ...] = (), draft: "tuple[Fitter, Placement] | None" = None,
+                 expert_share: float = 1.0):
         self.geometry = geometry
+        self.expert_share = expert_share  # expert_used_count / expert_count: the routed experts a token reads
         self.tensor_split = tensor_split  # -ts given: these proportions, not a searched split
         self.weights = weights
         self.compute_bytes = compute_bytes
@@ -388,8 +391,11 @@ class Fitter:
             counts = layer_counts(self.layer_devices(placement), len(per_card))
             cards = tuple(CardParts(c.label, c.bytes, p, k, c.endpoint)
                           for c, p, k in zip(budget.devices, per_card, counts))
+        ram_read = 0 if self.ram_mode else self.weights.host_read_per_token(
+            n_gpu_layers=placement.n_gpu_layers(self.n_layer_all), n_cpu_moe=placement.n_cpu_moe,
+            expert_share=self.expert_share)
         return FitRow(budget, settings, placement, parts, 0, host, None if card_only else self.ram, self.ram_mode,
-                      cards)
+                      cards, ram_read)
 
     def _fits(self, budget: "int | Budget", settings: Params, placement: Placement, *, card_only: bool = False) -> bool:
         """Whether it fits; a context llama.cpp cannot create on these devices (a dry run that failed: a tensor
@@ -668,15 +674,29 @@ def proportional(n_layers: int, weights: list[int]) -> tuple[int, ...]:
     return tuple(counts)
 
 
+# System RAM is about a tenth of a card's bandwidth: a row that reads more weights from it per token than the row
+# that reads least, by more than this share of the model's weights (or 256 MiB), decodes markedly slower
+RAM_READ_SLACK = 0.02
+RAM_READ_SLACK_MIN = 256 * 2**20
+RANKING = ("ranked by expected decode speed: the fewest weight bytes each token reads from system RAM (about a "
+           "tenth of a card's bandwidth), then the better KV type")
+
+
 def recommend(rows: list[FitRow]) -> FitRow | None:
-    """The fitting row that gives up the least: better KV type first, then all-on-card, experts, fewer layers."""
+    """The fitting row expected to decode fastest, giving up the least: the rows whose tokens read the fewest weight
+    bytes from system RAM (within a slack), then the better KV type, all-on-card, experts, fewer layers in RAM."""
     fitting = [r for r in rows if r.fits]
     if not fitting:
         return None
-
-    def quality(row: FitRow) -> tuple:
-        s = row.settings
-        rank = lambda t: QUALITY_ORDER.index(t) if t in QUALITY_ORDER else len(QUALITY_ORDER)  # noqa: E731
-        return (rank(s.type_k) + rank(s.type_v), row.placement.rank, row.placement.n_cpu_moe, -row.placement.value)
-
+    least = min(r.ram_read_bytes for r in fitting)
+    weights = max(r.parts.weights + r.host.weights for r in fitting)
+    slack = max(RAM_READ_SLACK_MIN, round(RAM_READ_SLACK * weights))
+    fitting = [r for r in fitting if r.ram_read_bytes <= least + slack]
     return min(fitting, key=quality)
+
+
+def quality(row: FitRow) -> tuple:
+    """What a row gives up, least first: the KV type, then all-on-card, experts, fewer layers in RAM."""
+    s = row.settings
+    rank = lambda t: QUALITY_ORDER.index(t) if t in QUALITY_ORDER else len(QUALITY_ORDER)  # noqa: E731
+    return (rank(s.type_k) + rank(s.type_v), row.placement.rank, row.placement.n_cpu_moe, -row.placement.value)
