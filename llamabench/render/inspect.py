@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..core.units import mib, thousands
+from ..core.units import file_size, mib, thousands
 from ..model.layout import LayerGeometry, LayerKind, ModelGeometry
 from ..records.records import InspectRecord
 from .fields import Field, table
@@ -167,7 +167,7 @@ def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
         out.append(f"Weights          {thousands(result.weights_bytes)} B = {mib(result.weights_bytes)} "
                    f"(sum of {result.n_tensors} tensor infos)")
     elif published is not None and published.quants:
-        quants = ", ".join(f"{q.name} {q.bytes / 1024**3:.2f} GiB" for q in published.quants)
+        quants = ", ".join(f"{q.name} {file_size(q.bytes)}" for q in published.quants)
         out.append(f"Weights          not in the catalog entry; published file sizes: {quants}")
     elif published is not None:
         out.append("Weights          unknown: a catalog entry holds no tensor infos and no published size")

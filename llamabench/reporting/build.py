@@ -179,10 +179,12 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
     all_rows = [r for r in fit.rows if r.placement.kind is PlacementKind.ALL] if fit else []
     weights_on_card = all_rows[0].parts.weights if all_rows else None
     reserve = all_rows[0].parts.reserve if all_rows else 0
+    compute = all_rows[0].parts.compute if all_rows else 0  # fit's, at its n_ctx: the room line leaves it out too
     written = []
     if curve:  # an inspect record read back may hold none
         comparisons = dict(_comparison_curve(c, curve[-1].n_ctx) for c in compare)
-        written += plots.kv_vs_context(out_dir, name, curve, comparisons, weights_on_card, reserve)
+        written += plots.kv_vs_context(out_dir, name, curve, comparisons, weights_on_card, reserve, compute=compute,
+                                       n_ctx_train=inspection.geometry.n_ctx_train)
     fit_rows = [r for r in fit.rows if r.settings.n_ctx == fit.contexts[0]] if fit else []
     if fit_rows:
         written += plots.budget_bars(out_dir, name, fit_rows, fit.contexts[0])

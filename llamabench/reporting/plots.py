@@ -41,32 +41,40 @@ def _save(fig, out_dir: Path, name: str) -> list[Path]:
 
 
 def kv_vs_context(out_dir: Path, name: str, curve: tuple[KvPoint, ...], comparisons: dict[str, tuple[KvPoint, ...]],
-                  weights_on_card: int | None, reserve: int, mark_ctx: int = DEFAULT_N_CTX) -> list[Path]:
-    """KV (+ recurrent state) against n_ctx: this model, its full-GQA skeleton, comparisons, card budgets."""
+                  weights_on_card: int | None, reserve: int, mark_ctx: int = DEFAULT_N_CTX, *, compute: int = 0,
+                  n_ctx_train: int = 0) -> list[Path]:
+    """KV (+ recurrent state) against n_ctx: this model, the same model if every layer were full attention,
+    comparisons, and each card's room left after the weights, the reserve and the compute buffers (fit's)."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 4.8))
+    fig, ax = plt.subplots(figsize=(8, 4.8), layout="constrained")
     x = [p.n_ctx / 1024 for p in curve]
     ax.plot(x, [p.cache_bytes / GIB for p in curve], lw=2.5, label=f"{name} (KV + recurrent state)")
-    ax.plot(x, [p.full_gqa_kv_bytes / GIB for p in curve], ls="--", lw=1.5, label=f"{name} skeleton as full GQA")
+    ax.plot(x, [p.full_gqa_kv_bytes / GIB for p in curve], ls="--", lw=1.5,
+            label=f"{name} if every layer were full attention (GQA)")
     for label, points in comparisons.items():
         ax.plot([p.n_ctx / 1024 for p in points], [p.cache_bytes / GIB for p in points], lw=1.8, label=label)
     if weights_on_card is not None:
+        taken = weights_on_card + reserve + compute
+        what = "weights, reserve" + (" and compute" if compute else "")
         for card in CARDS:
-            left = (card * GIB - weights_on_card - reserve) / GIB
+            left = (card * GIB - taken) / GIB
             if left > 0:
                 ax.axhline(left, color="grey", ls=":", lw=1.2)
-                ax.annotate(f"{card} GiB card: room left after weights and reserve ({left:.1f} GiB)", (x[0], left),
+                ax.annotate(f"{card} GiB card: room left after {what} ({left:.1f} GiB)", (x[0], left),
                             textcoords="offset points", xytext=(2, 3), fontsize=8, color="dimgrey")
             else:
-                ax.annotate(f"{card} GiB card: no room, the weights ({weights_on_card / GIB:.1f} GiB) and reserve "
-                            f"already exceed it", (x[0], 0), textcoords="offset points", xytext=(2, 4), fontsize=8,
-                            color="dimgrey")
+                ax.annotate(f"{card} GiB card: no room, the {what} ({taken / GIB:.1f} GiB) already exceed it",
+                            (x[0], 0), textcoords="offset points", xytext=(2, 4), fontsize=8, color="dimgrey")
     ax.axvline(mark_ctx / 1024, color="crimson", lw=1, alpha=0.7)
     ax.annotate("128k", (mark_ctx / 1024, ax.get_ylim()[1] * 0.95), color="crimson", fontsize=9, xytext=(3, 0),
                 textcoords="offset points")
+    if n_ctx_train and n_ctx_train < curve[-1].n_ctx:  # the axis runs past what the model was trained for
+        ax.axvspan(n_ctx_train / 1024, x[-1], color="grey", alpha=0.12, lw=0)
+        ax.annotate(f"past the trained {n_ctx_train // 1024}k", (n_ctx_train / 1024, ax.get_ylim()[1] * 0.88),
+                    fontsize=8, color="dimgrey", xytext=(3, 0), textcoords="offset points")
     ax.set_xlabel("context length (thousands of tokens, n_ctx / 1024)")
     ax.set_ylabel("cache memory (GiB)")
-    ax.set_title(f"{name}: KV cache against context length (f16, theory)")
+    ax.set_title(f"{name}: KV cache against context length (f16, computed from the metadata)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8, loc="upper left")
@@ -80,16 +88,23 @@ def _bars(row) -> list[tuple[str, object, int, bool]]:
     return [("", row.parts, row.budget_bytes, row.fits)]
 
 
+def _spec(row) -> str:
+    """A row's speculative decoding, where it has one: its bar is not the plain row's (one label, one bar)."""
+    kind = getattr(row.settings, "spec_type", "none")
+    return "" if kind == "none" else ", MTP" if kind == "draft-mtp" else f", {kind}"
+
+
 def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
     """Stacked horizontal bars per card and choice (fit.search.FitRow): every part, the projector's too;
     a machine with several cards gets one bar per card, each against its own budget (red mark)."""
     plt = _plt()
     cards = list(dict.fromkeys(r.budget_label for r in rows))
     heights = [sum(len(_bars(r)) for r in rows if r.budget_label == c) for c in cards]
-    fig, axes = plt.subplots(len(cards), 1, figsize=(8.5, 1.0 + 0.45 * sum(heights) + 0.6 * len(cards)),
-                             sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights})
+    fig, axes = plt.subplots(len(cards), 1, figsize=(8.5, 1.4 + 0.45 * sum(heights) + 0.6 * len(cards)),
+                             sharex=True, squeeze=False, gridspec_kw={"height_ratios": heights}, layout="constrained")
     for ax, card in zip(axes[:, 0], cards):
-        bars = [(f"{r.settings.type_k}/{r.settings.type_v}, {short_placement(r.placement)}{suffix}", parts, budget, ok)
+        bars = [(f"{r.settings.type_k}/{r.settings.type_v}, {short_placement(r.placement)}{_spec(r)}{suffix}", parts,
+                 budget, ok)
                 for r in [r for r in rows if r.budget_label == card][::-1]
                 for suffix, parts, budget, ok in _bars(r)[::-1]]
         labels = [b[0] for b in bars]
@@ -115,9 +130,8 @@ def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
         ax.tick_params(axis="y", labelsize=8)
     axes[-1, 0].set_xlabel("memory on the card (GiB): weights, KV and state (theory), compute (llama.cpp dry run)")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=8, loc="upper center", ncol=len(labels), bbox_to_anchor=(0.5, 0.965))
-    fig.suptitle(f"{name}: what fits on the card" + ("s" if any(getattr(r, "multi", False) for r in rows) else ""),
-                 y=1.0)
+    fig.legend(handles, labels, fontsize=8, loc="outside lower center", ncol=len(labels))  # clear of every title
+    fig.suptitle(f"{name}: what fits on the card" + ("s" if any(getattr(r, "multi", False) for r in rows) else ""))
     return _save(fig, out_dir, "budget")
 
 
@@ -180,7 +194,8 @@ def theory_vs_measured(out_dir: Path, name: str,
 def roofline(out_dir: Path, name: str, series: list[dict]) -> list[Path]:
     """Measured decode t/s against depth, the calibrated speed model, its full-GQA counterfactual, and the MBU."""
     plt = _plt()
-    fig, (ax, ax_mbu) = plt.subplots(1, 2, figsize=(10, 4.4), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, ax_mbu) = plt.subplots(1, 2, figsize=(10, 4.4), gridspec_kw={"width_ratios": [3, 2]},
+                                     layout="constrained")
     single = len(series) == 1
     for s in series:
         prefix = "" if single else f"{s['label']}: "
@@ -202,5 +217,4 @@ def roofline(out_dir: Path, name: str, series: list[dict]) -> list[Path]:
     ax_mbu.set_ylim(bottom=0)
     fig.suptitle(f"{name}: decode speed against the bytes each token reads"
                  + (f"\n{series[0]['label']}; model {series[0]['basis']}" if single else ""), fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 0.88))
     return _save(fig, out_dir, "roofline")

@@ -78,3 +78,34 @@ def test_report_errors(tmp_path, capsys):
     empty.write_text("")
     assert main(["report", str(empty)]) == 1
     assert "holds no llamabench records" in capsys.readouterr().err
+
+
+def test_the_plots_keep_legends_off_titles_give_every_row_its_bar_and_mark_the_trained_context(tmp_path,
+                                                                                               monkeypatch):
+    """Trap 13: the budget legend covered a panel title; MTP rows drew over the plain rows of the same label; the
+    room line left out compute; the axis ran past the trained context unmarked."""
+    from llamabench.reporting import plots
+
+    results = tmp_path / "r.jsonl"
+    assert main(["inspect", "qwen3-5-35b-a3b", "-c", "300000", "--results", str(results)]) == 0
+    assert main(["fit", "qwen3-5-35b-a3b", "--vram", "16GiB,24GiB", "-ctk", "f16", "-ctv", "f16",
+                 "--results", str(results)]) == 0
+    figures = {}
+
+    def keep(fig, out_dir, name):
+        fig.canvas.draw()
+        figures[name] = fig
+        return []
+
+    monkeypatch.setattr(plots, "_save", keep)
+    lb.report(results, out_dir=tmp_path / "out")
+    budget = figures["budget"]
+    renderer = budget.canvas.get_renderer()
+    legend = budget.legends[0].get_window_extent(renderer)
+    for ax in budget.axes:
+        assert not legend.overlaps(ax.title.get_window_extent(renderer))
+        labels = [t.get_text() for t in ax.get_yticklabels()]
+        assert len(labels) == len(set(labels)) and any(label.endswith(", MTP") for label in labels)
+    texts = [t.get_text() for t in figures["kv_vs_context"].axes[0].texts]
+    assert any("past the trained 256k" in t for t in texts)
+    assert any("room left after weights, reserve and compute" in t for t in texts)

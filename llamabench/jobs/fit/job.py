@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ...core.errors import LlamabenchError, Stalled, UsageError
-from ...core.units import GIB, MIB
+from ...core.units import GIB, MIB, file_size
 from ...llama import engine, rpc
 from ...memory import speculative
 from ...memory.runtimes import RuntimeConfig
@@ -238,12 +238,12 @@ def _weights_file(source: ModelSource, verify: bool, quant: str | None = None) -
         raise UsageError(f"--quant {quant}: the catalog holds no published {quant} size of {source.label}",
                          hint=f"published: {published}; or give the GGUF file")
     if chosen:
-        return _WeightsFile(str(shape), meta, f"published {chosen.name} file size {chosen.bytes / 1e9:.2f} GB "
+        return _WeightsFile(str(shape), meta, f"published {chosen.name} file size {file_size(chosen.bytes)} "
                             "(models.toml), spread over tensors by parameter count: an estimate",
                             f"{source.label}-{chosen.name}.gguf", chosen.bytes)
     q4 = q4_0_bytes(meta)  # the shape twin stores its big matrices in tq1_0: sized as q4_0 instead
     return _WeightsFile(str(shape), meta, f"no published size in the catalog: every big matrix at q4_0, "
-                        f"{q4 / 1e9:.2f} GB (estimate)", f"{source.label}.gguf", q4)
+                        f"{file_size(q4)} (estimate)", f"{source.label}.gguf", q4)
 
 
 GGML_TYPE_TQ1_0 = 34  # ggml.h: how a shape twin stores its big matrices (jobs/twin/generic.py _dtype)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ...core.errors import UsageError
+from ...core.units import file_size
 from ...llama.worker import dry_runs
 from ...memory import speed
 from ...model.architectures import no_rule_line, no_rule_reason
@@ -171,7 +172,7 @@ def weights_source(source: ModelSource, quant: str):
     _, meta, q = published_weights(source, quant)
     if q is None:
         return meta, f"no published {quant} size in the catalog: the shape twin's q4_0 tensors (estimate)", None
-    return (meta, f"published {q.name} size {q.bytes / 1e9:.2f} GB spread over the real tensor shapes (estimate)",
+    return (meta, f"published {q.name} size {file_size(q.bytes)} spread over the real tensor shapes (estimate)",
             q.bytes)
 
 
