@@ -310,11 +310,12 @@ def _layer_kinds(metadata: Metadata) -> list | None:
 
 
 def _write_checked(keys: dict[str, GgufValue], tensors: tuple[TensorShape, ...], out_path,
-                   progress) -> WrittenTwin:
-    """Big matrices in tq1_0 where llama.cpp then still creates a context; else every tensor in f32."""
+                   progress, *, checked: bool = True) -> WrittenTwin:
+    """Big matrices in tq1_0 where llama.cpp then still creates a context; else every tensor in f32. `checked`
+    off: the compact file is known to work (llama.cpp answered dry runs on these very bytes)."""
     twin = write_from_metadata(keys, out_path, tensors=tensors, compact=True, progress=progress)
     compacted = any(_dtype(t, True) != _dtype(t, False) for t in tensors)
-    if compacted and not _dry_run_ok(twin.path):
+    if compacted and checked and not _dry_run_ok(twin.path):
         twin = write_from_metadata(keys, out_path, tensors=tensors, compact=False, progress=progress)
     return twin
 
@@ -349,9 +350,10 @@ def write_generic_twin(meta: ModelMetadata, out_path: str | os.PathLike, *,
     raise refused or EngineError(f"{meta.source}: no twin keys llama.cpp accepts")
 
 
-def write_generic_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike, n_vocab: int) -> WrittenTwin:
+def write_generic_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike, n_vocab: int, *,
+                             checked: bool = True) -> WrittenTwin:
     """Every real size and the real vocabulary size (`n_vocab`), all data zero, big matrices in tq1_0."""
     keys = typed_metadata(meta)
     keys["general.name"] = GgufValue("str", f"{TWIN_NAME} (shape)")
     keys, tensors = listed_tensors(with_vocab(keys, n_vocab))
-    return _write_checked(keys, tensors, out_path, None)
+    return _write_checked(keys, tensors, out_path, None, checked=checked)

@@ -1,0 +1,52 @@
+"""The shipped dry runs of the built-in default (llamabench/jobs/seeds/, scripts/seed_dry_runs.py): they must belong
+to the twin this code writes, and say what llama.cpp says; with them the first default fit asks llama.cpp nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import llamabench as lb
+from llamabench.jobs.fit.dry_run_cache import DryRunCache, twin_name
+from llamabench.jobs.fit.probe import ComputeProbe
+from llamabench.jobs.seeds.store import seed_entries
+from llamabench.jobs.source import resolve
+from llamabench.jobs.twin.shape import published_weights
+from llamabench.llama import rpc
+from llamabench.settings.params import Params
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not rpc.available(), reason="llama-cpp-python was built without the RPC backend")]
+DEFAULT = "qwen3-5-35b-a3b"
+STALE = "the seed is stale: run .venv/bin/python scripts/seed_dry_runs.py and commit llamabench/jobs/seeds/"
+
+
+@pytest.fixture
+def shape_twin():  # in each test's own cache, where the tool writes it
+    return str(published_weights(resolve(DEFAULT))[0])
+
+
+def test_the_default_twin_has_its_seed(shape_twin):
+    assert len(seed_entries(twin_name(shape_twin), "emulated")) > 100, STALE
+
+
+def test_a_sample_of_the_seed_is_what_llama_cpp_answers(shape_twin):
+    entries = seed_entries(twin_name(shape_twin), "emulated")
+    names = sorted(entries)
+    sample = [names[0], names[len(names) // 2], names[-1]]
+    stored = DryRunCache(shape_twin, "emulated")
+    probe = ComputeProbe(shape_twin, emulate_card=True)
+    probe._disk = None  # llama.cpp asked again, nothing read from a cache or the seed
+    try:
+        for name in sample:
+            settings = Params.from_dict(json.loads(name))
+            assert probe(settings) == stored.get(settings), (STALE, name)
+    finally:
+        probe.close()
+    assert probe.calls == len(sample)
+
+
+def test_the_first_default_fit_asks_llama_cpp_nothing():
+    record = lb.fit(DEFAULT)  # an empty cache (each test has its own): every answer from the seed
+    assert record.fit.dry_runs == 0 and len(record.fit.rows) > 20
