@@ -76,21 +76,23 @@ def _save(results: PathLike | None, record: Record) -> Record:
 
 
 # inspect ---------------------------------------------------------------------------------------
-def inspect(model: str, *, results: PathLike | None = None, runtime=None, **params) -> InspectRecord:
+def inspect(model: str, *, results: PathLike | None = None, runtime=None, model_draft=None, **params) -> InspectRecord:
     """The layer layout and the theoretical KV / recurrent footprint, computed from the GGUF's metadata, in the
     context `runtime` creates: "llama-server" (the default, as `fit`: 4 unified slots unless n_seq / kv_unified
-    say otherwise) or "llama-cpp-python" (Llama(): one sequence)."""
-    found = inspect_model(model_argument(model), params, runtime)
+    say otherwise) or "llama-cpp-python" (Llama(): one sequence); `model_draft` (llama-server's -md) sizes the
+    draft model's own context beside it."""
+    found = inspect_model(model_argument(model), params, runtime, model_draft)
     record = InspectRecord(model=found.source.model_block(found.inspection.geometry.architecture),
                            inspection=found.inspection, kv_curve=found.kv_curve)
     return _save(results, record)
 
 
 # verify ----------------------------------------------------------------------------------------
-def verify(model: str, *, results: PathLike | None = None, runtime=None, **params) -> VerifyRecord:
+def verify(model: str, *, results: PathLike | None = None, runtime=None, model_draft=None, **params) -> VerifyRecord:
     """Theory against llama.cpp's own `llama_kv_cache: size` / `llama_memory_recurrent: size` lines (a dry run), in
-    the context `runtime` creates (llama-server by default, as `inspect` and `fit`)."""
-    found = verify_model(model_argument(model), params, runtime)
+    the context `runtime` creates (llama-server by default, as `inspect` and `fit`); `model_draft` (-md): the draft
+    model's own context is dry-run and checked too."""
+    found = verify_model(model_argument(model), params, runtime, model_draft)
     record = VerifyRecord(model=found.source.model_block(found.architecture, loaded=found.gguf), params=found.params,
                           footprint=found.footprint, allocations=found.allocations, checks=found.checks,
                           gguf=found.gguf, context_warning=found.context_warning,

@@ -25,11 +25,12 @@ RUNTIME_DEFAULTS = dict(defaults={"n_seq": None, "kv_unified": None, "swa_full":
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "runtime", "output", "results"), **RUNTIME_DEFAULTS)
+    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "runtime", "model_draft", "output", "results"),
+                            **RUNTIME_DEFAULTS)
 
 
 def run(args: argparse.Namespace) -> int:
-    record = api.inspect(args.model, results=args.results, runtime=args.runtime,
+    record = api.inspect(args.model, results=args.results, runtime=args.runtime, model_draft=args.model_draft,
                          **keywords(args, api.INSPECT_PARAMS))
     if record.inspection.context_warning:
         warn(record.inspection.context_warning)

@@ -22,7 +22,8 @@ reads its metadata and tensor infos, no weights). Exit code 1 on any mismatch.
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "runtime", "output", "matrix", "results"),
+    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "runtime", "model_draft", "output", "matrix",
+                                     "results"),
                             **RUNTIME_DEFAULTS)
 
 
@@ -31,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         result = api.verify_matrix(args.model)
         show(result, args.output, render_matrix)
         return 0 if result.ok else 1
-    record = api.verify(args.model, results=args.results, runtime=args.runtime,
+    record = api.verify(args.model, results=args.results, runtime=args.runtime, model_draft=args.model_draft,
                         **keywords(args, api.INSPECT_PARAMS))
     if record.context_warning:
         warn(record.context_warning)

@@ -23,6 +23,24 @@ class Published:
 
 
 @dataclass(frozen=True)
+class DraftFootprint:
+    """llama-server's draft model (-md) beside the target: its own context at the target's cells and slots."""
+
+    label: str
+    architecture: str
+    footprint: Footprint
+    weights_bytes: int = 0  # the sum of its tensor infos (0 for a catalog entry)
+
+
+def draft_footprint(label: str, meta: ModelMetadata, target: Params) -> DraftFootprint:
+    """The draft context llama-server creates for `meta` beside a target context `target`
+    (speculative.draft_context: the target's n_ctx and slots, -ctkd/-ctvd)."""
+    geometry = geometry_from_metadata(meta)
+    return DraftFootprint(label, geometry.architecture,
+                          compute_footprint(geometry, speculative.draft_context(target)), meta.weights_bytes)
+
+
+@dataclass(frozen=True)
 class Inspection:
     name: str
     source: str  # a path, a URL or "catalog:<id>"
@@ -33,6 +51,7 @@ class Inspection:
     rope_scaling: dict[str, str] = field(default_factory=dict)  # the GGUF's `{arch}.rope.scaling.*` keys, as text
     published: Published | None = None
     runtime: str = ""  # the program whose context is sized, in words (RuntimeConfig.describe); "" : not said
+    draft: DraftFootprint | None = None  # -md: llama-server's draft model beside it
 
     @property
     def f16_kv_bytes_per_token(self) -> int:
@@ -78,12 +97,13 @@ def rope_scaling(meta: ModelMetadata) -> dict[str, str]:
     return {k[len(prefix):]: str(v) for k, v in meta.keys.items() if k.startswith(prefix)}
 
 
-def inspect(metadata: ModelMetadata, params: Params, entry: CatalogEntry | None = None) -> Inspection:
+def inspect(metadata: ModelMetadata, params: Params, entry: CatalogEntry | None = None, *,
+            draft_model: bool = False) -> Inspection:
     """The layout and footprint of `metadata`. An architecture without a layout rule (model.architectures.lookup
     is None) raises UnsupportedArchitecture whose message is the one line that says so."""
     geometry = geometry_from_metadata(metadata)
     check_for_llama(metadata, geometry)
-    speculative.check(geometry, params, metadata.source)
+    speculative.check(geometry, params, metadata.source, draft_model=draft_model)
     if params.spec_type in speculative.ROLLBACK_TYPES and not params.n_rs_seq:  # llama-server's need_n_rs_seq
         params = params.replace(n_rs_seq=params.spec_draft_n_max)
     published = (Published(entry.id, entry.published_kv_bytes_per_token, tuple(entry.published_quants))

@@ -163,6 +163,13 @@ def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
         out.append(f"Published        {thousands(published.kv_bytes_per_token)} B/token (f16) in the catalog: "
                    f"{verdict}")
     out.extend(_cache_lines(record))
+    if result.draft is not None:
+        d, dfp = result.draft, result.draft.footprint
+        weights = f"; weights {mib(d.weights_bytes)} (tensor infos)" if d.weights_bytes else ""
+        out.append(f"Draft model      {d.label} ({d.architecture}), llama-server -md: its own context at the target's "
+                   f"{thousands(dfp.shape.n_ctx)} cells and {dfp.params.n_seq} slots (K {dfp.params.type_k}, V "
+                   f"{dfp.params.type_v}, -ctkd/-ctvd): KV {mib(dfp.kv_bytes)}, recurrent "
+                   f"{mib(dfp.recurrent_state_bytes)}{weights}")
     if result.n_tensors:
         out.append(f"Weights          {thousands(result.weights_bytes)} B = {mib(result.weights_bytes)} "
                    f"(sum of {result.n_tensors} tensor infos)")

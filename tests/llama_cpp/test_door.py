@@ -176,3 +176,18 @@ def test_where_nothing_fits_the_largest_context_comes_with_its_kv_type_and_comma
     out = capsys.readouterr().out
     assert "the largest context that fits: 24,832 with q4_0/q4_0 KV" in out
     assert "-c 24832 -ngl 99 -fa on -ctk q4_0 -ctv q4_0" in out
+
+
+def test_inspect_and_verify_take_a_draft_model(qwen, capsys):
+    """Issue 30: -md in inspect and verify (fit had it): the draft's own context at the target's cells and slots,
+    as llama-server creates it (96.00 MiB of KV for Qwen2.5-Coder-0.5B drafting for itself at 8192, 4 slots)."""
+    record = lb.inspect(str(qwen), n_ctx=8192, model_draft=str(qwen))
+    draft = record.inspection.draft
+    assert draft is not None and draft.footprint.kv_bytes == 96 * 2**20 and draft.footprint.params.n_seq == 4
+    assert record.footprint.params.spec_type == "draft-simple"
+    checked = lb.verify(str(qwen), n_ctx=8192, model_draft=str(qwen))
+    assert checked.ok and any(c.component.startswith("draft: KV total") for c in checked.checks)
+    assert main(["inspect", str(qwen), "-c", "8192", "-md", str(qwen)]) == 0
+    assert "Draft model" in capsys.readouterr().out
+    assert main(["inspect", str(qwen), "-md", str(qwen), "--spec-type", "draft-mtp"]) == 2
+    assert "draft-simple" in capsys.readouterr().err

@@ -8,8 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ...core.errors import UsageError
+from ...memory import speculative
 from ...memory.footprint import KvPoint, kv_curve
-from ...memory.inspection import Inspection
+from ...memory.inspection import Inspection, draft_footprint
 from ...memory.inspection import inspect as inspect_metadata
 from ...memory.runtimes import RuntimeConfig
 from ...settings.params import Params
@@ -29,22 +31,40 @@ class Inspected:
     kv_curve: tuple[KvPoint, ...]
 
 
-def runtime_params(params: dict[str, Any], runtime=None) -> tuple[Params, RuntimeConfig]:
+def draft_argument(model_draft) -> str:
+    text = str(model_draft).strip()
+    if not text:
+        raise UsageError("-md: give the draft model (a GGUF file, a URL or a catalog id)")
+    return text
+
+
+def runtime_params(params: dict[str, Any], runtime=None, model_draft=None) -> tuple[Params, RuntimeConfig]:
     """The context `runtime` creates (llama-server by default, as fit sizes it: its 4 unified slots unless -np
-    or -kvu say otherwise), from an API call's or the command line's parameters; --swa-full where given."""
+    or -kvu say otherwise), from an API call's or the command line's parameters; --swa-full where given; with a
+    draft model (-md) llama-server's --spec-type draft-simple."""
     given = {k: v for k, v in params.items() if v is not None}
     values = call_values(given, INSPECT_PARAMS)
     config = runtime_config(runtime, n_seq=given.get("n_seq"), kv_unified=given.get("kv_unified") or None)
+    if model_draft is not None:
+        if not config.is_server:
+            raise UsageError("-md is llama-server's draft model: Llama() decodes without one",
+                             hint="use --runtime llama-server, or leave out -md")
+        if values["spec_type"] not in (speculative.NONE, speculative.SIMPLE):
+            raise UsageError(f"-md is a draft model of its own (--spec-type draft-simple), not {values['spec_type']}")
+        values["spec_type"] = speculative.SIMPLE
     p = config.context(params_from(values))
     return (p.replace(swa_full=values["swa_full"]) if "swa_full" in given else p), config
 
 
-def inspect_model(model: str, params: dict[str, Any], runtime=None) -> Inspected:
-    """The inspection of MODEL with these parameters in the context `runtime` creates, and KV against n_ctx up to
-    the trained context."""
-    p, config = runtime_params(params, runtime)
+def inspect_model(model: str, params: dict[str, Any], runtime=None, model_draft=None) -> Inspected:
+    """The inspection of MODEL with these parameters in the context `runtime` creates (and a draft model's beside
+    it), and KV against n_ctx up to the trained context."""
+    p, config = runtime_params(params, runtime, model_draft)
     source = resolve(model)
-    result = inspect_metadata(source.metadata, p, source.entry)
+    result = inspect_metadata(source.metadata, p, source.entry, draft_model=model_draft is not None)
+    if model_draft is not None:
+        draft = resolve(draft_argument(model_draft))
+        result = replace(result, draft=draft_footprint(draft.label, draft.metadata, result.footprint.params))
     said = config.describe(result.geometry).split(", prompt cache")[0]  # the context's part; fit adds the RAM
     result = replace(result, runtime=f"{said}, as `fit` sizes it (-np 1 or --runtime llama-cpp-python: one sequence)"
                      if config.is_server else said)

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ...core.errors import UnsupportedArchitecture
 from ...llama.worker import dry_runs
 from ...memory.allocations import Allocations
 from ...memory.footprint import Footprint, compute_footprint
+from ...memory.inspection import draft_footprint
 from ...memory.inspection import inspect as inspect_metadata
 from ...memory.verification import Check, MatrixCell, MatrixResult, compare, describe, matrix_params
 from ...model.architectures import no_rule_line, no_rule_reason
 from ...model.layout import has_layout_rule
 from ...settings.params import Params
-from ..inspect.job import runtime_params
+from ..inspect.job import draft_argument, runtime_params
 from ..source import ModelSource, resolve
 
 
@@ -34,24 +35,41 @@ class Verified:
     no_rule: str = ""
 
 
-def verify_model(model: str, params: dict[str, Any], runtime=None) -> Verified:
+def verify_model(model: str, params: dict[str, Any], runtime=None, model_draft=None) -> Verified:
     """One dry run of MODEL with these parameters (inspect's, in the context `runtime` creates, llama-server's by
     default), its allocations checked against the theory; an architecture without a layout rule gets llama.cpp's
-    own sizes, measured, with nothing to check them against."""
-    p, _ = runtime_params(params, runtime)
+    own sizes, measured, with nothing to check them against. With a draft model (-md) its own context beside the
+    target's is dry-run too, and its checks follow the target's ("draft: ...")."""
+    p, _ = runtime_params(params, runtime, model_draft)
     source = resolve(model)
     if not has_layout_rule(source.metadata):
         path = source.gguf_for_llama()
         dry = dry_runs(str(path), [p])[0]
         return Verified(source, source.metadata.architecture, str(path), p, None, dry.allocations, (),
                         no_rule=no_rule_reason(source.metadata.architecture))
-    result = inspect_metadata(source.metadata, p, source.entry)  # validates the parameters before llama.cpp runs
+    # validates the parameters before llama.cpp runs
+    result = inspect_metadata(source.metadata, p, source.entry, draft_model=model_draft is not None)
     fp = result.footprint
     path = source.gguf_for_llama()
     sized = fp.params.replace(n_ctx=fp.shape.n_ctx)  # with the rollback planes a --spec-type adds
     dry = dry_runs(str(path), [sized])[0]
-    return Verified(source, result.geometry.architecture, str(path), sized, fp, dry.allocations,
-                    compare(fp, dry.allocations), result.context_warning)
+    checks = compare(fp, dry.allocations)
+    if model_draft is not None:
+        checks += draft_checks(draft_argument(model_draft), sized)
+    return Verified(source, result.geometry.architecture, str(path), sized, fp, dry.allocations, checks,
+                    result.context_warning)
+
+
+def draft_checks(model_draft: str, target: Params) -> tuple[Check, ...]:
+    """The draft model's context (speculative.draft_context of the target's), llama.cpp's dry run against theory."""
+    draft = resolve(model_draft)
+    if not has_layout_rule(draft.metadata):
+        raise UnsupportedArchitecture(f"-md {draft.label}: {no_rule_line(draft.metadata.architecture)}",
+                                      hint="verify the draft model on its own")
+    sized = draft_footprint(draft.label, draft.metadata, target)
+    settings = sized.footprint.params.replace(n_ctx=sized.footprint.shape.n_ctx)
+    dry = dry_runs(str(draft.gguf_for_llama()), [settings])[0]
+    return tuple(replace(c, component=f"draft: {c.component}") for c in compare(sized.footprint, dry.allocations))
 
 
 def exactness_matrix(model: str) -> MatrixResult:
