@@ -201,6 +201,8 @@ def build_record(label: str, model_name: str, ins: Inspection, verify: list[Veri
     timed = _timed(bench, context_length)
     by_depth = _by_depth(timed)
     measured_kv = (timed[0].allocations.kv_bytes if timed[0].allocations else None) if timed else None
+    if timed and timed[0].footprint is not None:  # theory of the context the timed run created (its sequences:
+        kv_bytes_at_context = timed[0].footprint.kv_bytes  # Llama()'s one, where inspect sizes llama-server's four)
     depth = by_depth[-1]["depth"] if by_depth else None
     measured_pp = by_depth[-1]["prefill_tok_s"] if by_depth else None
     measured_tg = by_depth[-1]["decode_tok_s"] if by_depth else None
