@@ -165,7 +165,7 @@ def test_the_recommended_placement_is_the_one_expected_to_decode_fastest(capsys)
     fitting = [r for r in record.fit.rows if r.fits]
     assert best.ram_read_bytes == min(r.ram_read_bytes for r in fitting)
     assert (best.settings.type_k, best.placement.n_gpu_layers(record.fit.n_layer_all)) == ("q4_0", 54)
-    assert "GB (estimate)" in record.fit.basis["weights"]  # q4_0-sized, not the shape twin's tq1_0 bytes
+    assert "every big matrix at q4_0, 15.99 GB (14.89 GiB)" in record.fit.basis["weights"]  # not tq1_0 bytes
     assert main(["fit", "gemma-3-27b", "--vram", "16GiB"]) == 0
     assert "chosen for speed: each token reads 1.95 GiB of weights from system RAM" in capsys.readouterr().out
 
