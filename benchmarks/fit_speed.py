@@ -44,6 +44,7 @@ def run_once(tree: Path, model: str, cold: bool = False) -> tuple[float, dict]:
     for row in data["fit"]["rows"]:  # the stored form names each row's -ngl / --n-cpu-moe since issue 32: compare the
         for key in ("n_gpu_layers", "n_cpu_moe", "tensor_split"):  # context alone, and "none fits" as 0
             row["settings"].pop(key, None)
+        row.pop("ram_read_bytes", None)  # a field added since (the speed ranking): not in an older tree's rows
         row["max_n_ctx"] = row["max_n_ctx"] or 0
     return seconds, data
 

@@ -28,11 +28,24 @@ def main(models: list[str]) -> None:
         from llamabench.jobs.fit import dry_run_cache
         from llamabench.jobs.seeds import store as seeding
         from llamabench.jobs.source import resolve
+        from llamabench.jobs.twin import generic
         from llamabench.jobs.twin.shape import published_weights
 
         out = seeding.SEEDS
         seeding.SEEDS = Path(tmp) / "no-seeds"  # every answer asked of llama.cpp, the shape twin checked
         out.mkdir(exist_ok=True)
+        listings: dict = {}
+        asked = generic.listed_tensors
+
+        def listing(metadata):  # llama.cpp's tensor list of each twin written, kept by the keys it was asked for
+            keys, tensors = asked(metadata)
+            listings[seeding.keys_digest(metadata)] = {
+                "added": {k: [v.type, list(v.value) if isinstance(v.value, tuple) else v.value]
+                          for k, v in keys.items() if k not in metadata},
+                "tensors": [[t.name, list(t.shape), t.ggml_type] for t in tensors]}
+            return keys, tensors
+
+        generic.listed_tensors = listing
         for model in models:
             record = lb.fit(model)
             shape, _, _ = published_weights(resolve(model))
@@ -41,11 +54,13 @@ def main(models: list[str]) -> None:
             if not cache.entries or name is None:
                 raise SystemExit(f"{model}: the fit left no dry runs to seed")
             for old in out.glob("*.json"):  # one seed per model: the stale one of an earlier twin goes
-                if json.loads(old.read_text()).get("model") == model:
+                if old.name != seeding.LISTINGS and json.loads(old.read_text()).get("model") == model:
                     old.unlink()
             path = out / seeding.seed_name(name, "emulated")
             path.write_text(json.dumps({"model": model, "twin": name, "entries": cache.entries}, sort_keys=True) + "\n")
             print(f"{model}: {len(cache.entries)} dry runs ({record.fit.dry_runs} asked of llama.cpp) -> {path}")
+        (out / seeding.LISTINGS).write_text(json.dumps(listings, sort_keys=True) + "\n")
+        print(f"{len(listings)} tensor lists -> {out / seeding.LISTINGS}")
 
 
 if __name__ == "__main__":

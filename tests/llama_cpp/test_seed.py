@@ -50,3 +50,20 @@ def test_a_sample_of_the_seed_is_what_llama_cpp_answers(shape_twin):
 def test_the_first_default_fit_asks_llama_cpp_nothing():
     record = lb.fit(DEFAULT)  # an empty cache (each test has its own): every answer from the seed
     assert record.fit.dry_runs == 0 and len(record.fit.rows) > 20
+
+
+def test_the_seeded_tensor_list_is_what_llama_cpp_lists():
+    """The shape twin is written from llama.cpp's tensor list: the seed's must be the list llama.cpp gives now."""
+    from llamabench.jobs.seeds.store import keys_digest, seeded_listing
+    from llamabench.jobs.twin.generic import shape_twin_keys
+    from llamabench.jobs.twin.shape import vocab_size
+    from llamabench.llama import worker
+    from llamabench.llama.user_model import GgufValue
+
+    meta = resolve(DEFAULT).metadata
+    keys = shape_twin_keys(meta, vocab_size(meta))
+    seeded = seeded_listing(keys_digest(keys))
+    assert seeded is not None, STALE
+    added = {k: GgufValue(t, tuple(v) if isinstance(v, list) else v) for k, (t, v) in seeded["added"].items()}
+    listed = worker.model_tensors(keys | added)
+    assert [[t.name, list(t.shape), t.ggml_type] for t in listed] == seeded["tensors"]

@@ -35,3 +35,24 @@ def seed_entries(twin_name: str, devices: str, folder: Path | None = None) -> di
 def is_seeded(twin_name: str, devices: str = "emulated", folder: Path | None = None) -> bool:
     """Whether llama.cpp answered dry runs on a twin of this name (so it creates contexts on it)."""
     return bool(seed_entries(twin_name, devices, folder))
+
+
+LISTINGS = "listings.json"  # llama.cpp's tensor lists of the seeded twins, by the digest of the keys listed for
+
+
+def keys_digest(keys: dict) -> str:
+    """The digest of a twin's keys as llama.cpp is asked to list its tensors for them (name, type and value)."""
+    rows = sorted((name, v.type, list(v.value) if isinstance(v.value, tuple) else v.value) for name, v in keys.items())
+    return hashlib.sha256(json.dumps(rows, default=str).encode()).hexdigest()
+
+
+def seeded_listing(digest: str, folder: Path | None = None) -> dict | None:
+    """{"added": {key: [type, value]}, "tensors": [[name, shape, ggml_type], ...]}: what llama.cpp listed for these
+    keys when the seed was written (the keys it named missing, stated at their defaults, and every tensor); None."""
+    try:
+        stored = json.loads(((folder or SEEDS) / LISTINGS).read_text())
+    except (OSError, ValueError):
+        return None
+    entry = stored.get(digest) if isinstance(stored, dict) else None
+    return entry if isinstance(entry, dict) and isinstance(entry.get("tensors"), list) else None
+

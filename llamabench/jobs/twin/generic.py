@@ -33,6 +33,7 @@ from ...model import gguf_keys as K
 from ...model.layout import geometry_from_metadata
 from ...model.metadata import ModelMetadata
 from ...settings.params import Params
+from ..seeds.store import keys_digest, seeded_listing
 from .writer import GGML_TYPE_NAMES, N_VOCAB, TensorSpec, write_gguf
 
 TWIN_NAME = "llamabench twin"  # general.name: never the model's own (llama-vocab.cpp special-cases phi3 by name)
@@ -230,7 +231,13 @@ def shrunk(metadata: Metadata) -> dict[str, GgufValue]:
 
 def listed_tensors(metadata: Metadata) -> tuple[dict[str, GgufValue], tuple[TensorShape, ...]]:
     """The tensors llama.cpp creates for `metadata`, and the keys they were listed for: the metadata, with each
-    weight-only key llama.cpp names missing stated at its default (WEIGHT_ONLY_DEFAULTS). EngineError otherwise."""
+    weight-only key llama.cpp names missing stated at its default (WEIGHT_ONLY_DEFAULTS). EngineError otherwise.
+    llama.cpp's own list where the shipped seeds hold it for these very keys (the built-in default's twins)."""
+    seeded = seeded_listing(keys_digest(metadata))
+    if seeded is not None:
+        keys = dict(metadata) | {name: GgufValue(t, tuple(v) if isinstance(v, list) else v)
+                                 for name, (t, v) in seeded.get("added", {}).items()}
+        return keys, tuple(TensorShape(name, tuple(shape), int(kind)) for name, shape, kind in seeded["tensors"])
     keys = dict(metadata)
     prefix = keys["general.architecture"].value + "."
     while True:
@@ -353,7 +360,12 @@ def write_generic_twin(meta: ModelMetadata, out_path: str | os.PathLike, *,
 def write_generic_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike, n_vocab: int, *,
                              checked: bool = True) -> WrittenTwin:
     """Every real size and the real vocabulary size (`n_vocab`), all data zero, big matrices in tq1_0."""
+    keys, tensors = listed_tensors(shape_twin_keys(meta, n_vocab))
+    return _write_checked(keys, tensors, out_path, None, checked=checked)
+
+
+def shape_twin_keys(meta: ModelMetadata, n_vocab: int) -> dict[str, GgufValue]:
+    """The keys a shape twin's tensors are listed for: the model's own, its real vocabulary size."""
     keys = typed_metadata(meta)
     keys["general.name"] = GgufValue("str", f"{TWIN_NAME} (shape)")
-    keys, tensors = listed_tensors(with_vocab(keys, n_vocab))
-    return _write_checked(keys, tensors, out_path, None, checked=checked)
+    return with_vocab(keys, n_vocab)
