@@ -31,11 +31,11 @@ def prompt_batch_tokens(n_ctx: int, n_ubatch: int, n_seq_max: int) -> int:
     return -(-n_tokens // n_seq_max) * n_seq_max
 
 
-def unpinned_norm_bytes(*, layer_cards: int, all_offloaded: bool, pipelined: bool, n_embd: int,
+def unpinned_norm_bytes(*, n_layer_cards: int, all_offloaded: bool, pipelined: bool, n_embd: int,
                         n_tokens: int) -> int:
     """Bytes a dry run over-counts on each card after the first that holds layers (0 where no pin applies:
     one card, layers left on the CPU, where a prompt graph pins nothing, or no pipelining)."""
-    if layer_cards < 2 or not all_offloaded or not pipelined:
+    if n_layer_cards < 2 or not all_offloaded or not pipelined:
         return 0
     return SCHED_MAX_COPIES * n_embd * n_tokens * 4
 
@@ -52,7 +52,7 @@ def layer_cards(alloc: Allocations) -> tuple[str, ...]:
 def as_allocated(alloc: Allocations, log: str, *, all_offloaded: bool, n_embd: int, n_tokens: int) -> Allocations:
     """A dry run's allocations with each later card's compute as a real context reserves it."""
     cards = layer_cards(alloc)
-    extra = unpinned_norm_bytes(layer_cards=len(cards), all_offloaded=all_offloaded,
+    extra = unpinned_norm_bytes(n_layer_cards=len(cards), all_offloaded=all_offloaded,
                                 pipelined=PIPELINE_LOG_LINE in log, n_embd=n_embd, n_tokens=n_tokens)
     if not extra:
         return alloc

@@ -14,6 +14,7 @@ from typing import Callable
 
 import numpy as np
 
+from ...core import cache_types
 from ...core.errors import LlamabenchError, Stalled, UsageError
 from ...core.units import GIB, MIB, file_size
 from ...llama import engine, rpc
@@ -31,6 +32,7 @@ from ...world import remote as remote_reader
 from ...world import sysinfo
 from ..source import ModelSource, read_any, resolve
 from ..twin.shape import published_weights
+from ..twin.writer import GGML_TYPE_NAMES
 from .options import FitRequest
 from .probe import ComputeProbe
 from .result import FitResult
@@ -246,14 +248,11 @@ def _weights_file(source: ModelSource, verify: bool, quant: str | None = None) -
                         f"{file_size(q4)} (estimate)", f"{source.label}.gguf", q4)
 
 
-GGML_TYPE_TQ1_0 = 34  # ggml.h: how a shape twin stores its big matrices (jobs/twin/generic.py _dtype)
-Q4_0_BYTES_PER_WEIGHT = 18 / 32  # ggml's block_q4_0: 32 weights in 18 bytes
-
-
 def q4_0_bytes(meta) -> int:
-    """A shape twin's weights as if its big matrices were q4_0 (the rest as stored): an estimate of a Q4 file."""
-    return sum(round(math.prod(t.shape) * Q4_0_BYTES_PER_WEIGHT) if t.ggml_type == GGML_TYPE_TQ1_0 else t.n_bytes
-               for t in meta.tensors)
+    """A shape twin's weights as if its big matrices (stored in tq1_0) were q4_0, the rest as stored: an estimate
+    of a Q4 file. ggml's own row size (cache_types.row_bytes); a tq1_0 row is a multiple of 256, so of 32."""
+    return sum(cache_types.row_bytes("q4_0", t.shape[0]) * math.prod(t.shape[1:])
+               if GGML_TYPE_NAMES.get(t.ggml_type) == "tq1_0" else t.n_bytes for t in meta.tensors)
 
 
 def _weights_words(file: _WeightsFile, weights: WeightsBreakdown, devices: _Devices, *, ram_mode: bool,
