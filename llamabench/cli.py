@@ -71,6 +71,18 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+# llama-server flags the pinned llama.cpp does not have, each said in words (argparse would read `-cd 4096` as `-c d`)
+ABSENT_FLAGS = {
+    flag: "this llama.cpp (llama-cpp-python 0.3.36) has no -cd: the draft context takes the target's n_ctx "
+          "(common/speculative.cpp:2530), and llamabench sizes it so; leave out -cd"
+    for flag in ("-cd", "--ctx-size-draft")}
+
+
+def absent_flag(argv: list[str]) -> str | None:
+    """Why a flag of the line is one this llama.cpp does not have; None where none is."""
+    return next((ABSENT_FLAGS[word.split("=")[0]] for word in argv if word.split("=")[0] in ABSENT_FLAGS), None)
+
+
 def chosen_command(argv: list[str]) -> str:
     """The command named on the line (the first word that is one), or "" for `llamabench --help` and errors."""
     return next((word for word in argv if word in SUMMARY), "") if argv else ""
@@ -111,6 +123,8 @@ def _main(argv: list[str] | None, ended: _Ended) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(only=chosen_command(argv))
+        if (absent := absent_flag(argv)) is not None:
+            parser.error(absent)
         args = parser.parse_args(argv)
         try:
             settle_model(args)

@@ -37,7 +37,7 @@ sized by the free memory its ggml-rpc-server reports.
 """
 OPTIONS = ("vram", "rpc", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram",
            "ctx_checkpoints", "verify", "emulate", "mmproj", "no_mmproj_offload", "quant", "remote", "model_draft",
-           "n_gpu_layers_draft", "results")
+           "n_gpu_layers_draft", "device_draft", "results")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

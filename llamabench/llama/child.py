@@ -59,7 +59,7 @@ def _create(job: CreateJob):
     devices_before = tuple(engine.device_memory())
     start = time.perf_counter()
     try:
-        draft = (job.draft_path, job.draft_params) if getattr(job, "draft_path", None) else None
+        draft = (job.draft_path, job.draft_params, job.draft_rpc) if getattr(job, "draft_path", None) else None
         session = Session(job.path, job.params, rpc=job.rpc, threadpool=isinstance(job, BenchJob), draft=draft)
     except LlamabenchError as exc:
         emit(Failed(str(exc)))
@@ -155,7 +155,8 @@ def serve_dry_runs(job: DryRunsJob) -> None:
             models[key] = models.pop(key)  # most recent last
         else:
             try:
-                models[key] = DryRunModel(job.path, placement, rpc=rpc)
+                target = (job.target_path, placement) if job.target_path else None
+                models[key] = DryRunModel(job.path, placement, rpc=rpc, target=target)
             except LlamabenchError as exc:
                 emit(Failed(str(exc)))
                 return None

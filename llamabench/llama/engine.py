@@ -266,18 +266,84 @@ def _context_params(settings: Params):
 MTP = speculative.MTP
 
 
-def _mtp_context(lc, model, target, settings: Params):
-    """The MTP draft context llama-server creates beside `target` with --spec-type draft-mtp (ctx_type MTP,
-    ctx_other the target: common/speculative.cpp:2514-2580); None where the settings ask for none."""
-    if settings.spec_type != MTP:
-        return None
-    params = _context_params(speculative.draft_context(settings))
-    params.ctx_type = lc.LLAMA_CONTEXT_TYPE_MTP
-    params.ctx_other = target
+class SamplerChains:
+    """llama-server's draft sampler chains on the device, one a slot (top-k), for the draft context of the types
+    that have them (speculative.backend_samplers): given to the context as it is created, which reserves their
+    graph as llama-server's re-reservation after `llama_set_sampler` does (src/llama-context.cpp:250-270). The
+    chains must outlive the context: `free` them after it."""
+
+    def __init__(self, lc, kind: str, n_seq: int):
+        self._lc = lc
+        self.chains = []
+        self.configs = None
+        if not speculative.backend_samplers(kind):
+            return
+        self.configs = (lc.llama_sampler_seq_config * n_seq)()
+        for seq in range(n_seq):
+            chain = lc.llama_sampler_chain_init(lc.llama_sampler_chain_default_params())
+            lc.llama_sampler_chain_add(chain, lc.llama_sampler_init_top_k(speculative.TOP_K_CHAIN))
+            self.configs[seq].seq_id = seq
+            self.configs[seq].sampler = ctypes.cast(chain, ctypes.c_void_p)
+            self.chains.append(chain)
+
+    def attach(self, params) -> None:
+        if self.chains:
+            params.samplers = ctypes.cast(self.configs, ctypes.POINTER(self._lc.llama_sampler_seq_config))
+            params.n_samplers = len(self.chains)
+
+    def output_surplus(self, model) -> int:
+        """What the chains add to the context's output buffer, made with them: room for each slot's sampled
+        logits, probabilities, token and candidates (src/llama-context.cpp:2158-2162). llama-server gives the
+        chains after the context is made, so its output buffer at start has none of it, and grows by it at the
+        first decode; the dry runs report the buffer at start, as llama-server's log does."""
+        if not self.chains:
+            return 0
+        n_vocab = int(self._lc.llama_vocab_n_tokens(self._lc.llama_model_get_vocab(model)))
+        return (2 * n_vocab * 4 + (1 + n_vocab) * 4) * len(self.chains)
+
+    def free(self) -> None:
+        for chain in self.chains:
+            self._lc.llama_sampler_free(chain)
+        self.chains = []
+
+
+def draft_context(lc, model, settings: Params, other, *, mtp: bool = False):
+    """A draft context as llama-server creates it (common/speculative.cpp:2514-2580): ctx_other the target's
+    context (`other`), which llama.cpp keeps only where the head needs it (src/llama-context.cpp:146-163), ctx_type
+    MTP for the MTP context, and the sampler chains of its --spec-type. Returns (context or None, chains to free
+    after it)."""
+    chains = SamplerChains(lc, MTP if mtp else settings.spec_type, settings.n_seq)
+    params = _context_params(settings)
+    params.ctx_other = other
+    if mtp:
+        params.ctx_type = lc.LLAMA_CONTEXT_TYPE_MTP
+    chains.attach(params)
     ctx = lc.llama_init_from_model(model, params)
     if not ctx:
+        chains.free()
+    return ctx, chains
+
+
+def _mtp_context(lc, model, target, settings: Params):
+    """The MTP draft context llama-server creates beside `target` with --spec-type draft-mtp, and its sampler
+    chains; (None, None) where the settings ask for none."""
+    if settings.spec_type != MTP:
+        return None, None
+    ctx, chains = draft_context(lc, model, speculative.draft_context(settings), target, mtp=True)
+    if not ctx:
         raise EngineError("llama.cpp could not create the MTP draft context (does this architecture run draft-mtp?)")
-    return ctx
+    return ctx, chains
+
+
+def at_start(alloc: Allocations, surplus: int) -> Allocations:
+    """The allocations with the host output buffer as llama-server has it at start (`surplus`: what the draft
+    contexts' sampler chains added to it; SamplerChains.output_surplus)."""
+    if not surplus or not alloc.output_buffers_mib:
+        return alloc
+    outputs = dict(alloc.output_buffers_mib)
+    name = max(outputs, key=outputs.get)
+    outputs[name] = round(outputs[name] - surplus / 2**20, 2)
+    return replace(alloc, output_buffers_mib=outputs)
 
 
 def _reason(log_lines: list[str], default: str) -> str:
@@ -363,10 +429,13 @@ class DryRun:
 class DryRunModel(_Closing):
     """A model loaded with no_alloc, for many dry-run contexts (about 0.1 s each)."""
 
-    def __init__(self, path: str, placement: Params = Params(), *, rpc=None):
+    def __init__(self, path: str, placement: Params = Params(), *, rpc=None, target: tuple[str, Params] | None = None):
         lc = _llama()
         self._lc = lc
         self.path = path
+        self._target_model = self._target_ctx = None
+        if target is not None:  # an EAGLE3 head: its contexts are made against a target's (ctx_other)
+            self._load_target(*target, rpc=rpc)
         with captured_log() as lines:
             params, _keep = _model_params(placement, no_alloc=True, rpc=rpc)
             self._model = lc.llama_model_load_from_file(os.fsencode(path), params)
@@ -382,26 +451,33 @@ class DryRunModel(_Closing):
     def context(self, settings: Params) -> DryRun:
         lc = self._lc
         with captured_log() as lines:
-            ctx = lc.llama_init_from_model(self._model, _context_params(settings))
+            if self._target_ctx is not None:  # a draft head's context: against its target, with its chains
+                ctx, chains = draft_context(lc, self._model, settings, self._target_ctx)
+            else:
+                ctx, chains = lc.llama_init_from_model(self._model, _context_params(settings)), None
             if not ctx:
                 raise EngineError(f"{self.path}: llama.cpp could not create the context "
                                   f"({_reason(lines, 'no reason logged')})")
-            mtp = None
+            mtp = mtp_chains = None
             try:
                 try:
-                    mtp = _mtp_context(lc, self._model, ctx, settings)
+                    mtp, mtp_chains = _mtp_context(lc, self._model, ctx, settings)
                 except EngineError as exc:
                     raise EngineError(f"{self.path}: {exc} ({_reason(lines, 'no reason logged')})") from None
                 n_ctx, n_ctx_seq, n_seq = lc.llama_n_ctx(ctx), lc.llama_n_ctx_seq(ctx), lc.llama_n_seq_max(ctx)
                 by_buffer = breakdown.read(ctx)  # the weights each device took: the log prints 0.00 under no_alloc
                 if by_buffer is not None and mtp:  # the MTP context's caches and compute beside the target's
                     by_buffer = breakdown.merged(by_buffer, breakdown.read(mtp), contexts_only=True)
+                surplus = sum(c.output_surplus(self._model) for c in (chains, mtp_chains) if c is not None)
             finally:
                 if mtp:
                     lc.llama_free(mtp)
                 lc.llama_free(ctx)
+                for used in (mtp_chains, chains):
+                    if used is not None:
+                        used.free()
             log = self.load_log + "".join(lines)
-        allocations = replace(parse_allocations(log), breakdown=by_buffer or {})
+        allocations = at_start(replace(parse_allocations(log), breakdown=by_buffer or {}), surplus)
         n_layer = int(lc.llama_model_n_layer(self._model))
         all_offloaded = settings.n_gpu_layers < 0 or settings.n_gpu_layers > n_layer
         allocations = pinned_norms.as_allocated(  # the later cards of a split as llama.cpp really reserves them
@@ -409,8 +485,31 @@ class DryRunModel(_Closing):
             n_tokens=pinned_norms.prompt_batch_tokens(int(n_ctx), settings.n_ubatch, int(n_seq)))
         return DryRun(allocations, self.size, self.n_params, int(n_ctx), int(n_ctx_seq), int(n_seq), log)
 
+    def _load_target(self, path: str, placement: Params, *, rpc=None) -> None:
+        """The target an EAGLE3 head borrows its token embeddings and output from, loaded with no_alloc, and one
+        small context of it (the head's graph reads the target's tensors, not its context's sizes). Its log is
+        kept apart: none of its buffers are the head's."""
+        lc = self._lc
+        with captured_log() as lines:
+            params, _keep = _model_params(placement, no_alloc=True, rpc=rpc)
+            self._target_model = lc.llama_model_load_from_file(os.fsencode(path), params)
+            if not self._target_model:
+                raise EngineError(f"{path}: llama.cpp could not load the draft head's target "
+                                  f"({_reason(lines, 'no reason logged')})")
+            small = Params(n_ctx=256, n_batch=256, n_ubatch=256, n_threads=1)
+            self._target_ctx = lc.llama_init_from_model(self._target_model, _context_params(small))
+            if not self._target_ctx:
+                raise EngineError(f"{path}: llama.cpp could not create a context of the draft head's target "
+                                  f"({_reason(lines, 'no reason logged')})")
+
     def close(self) -> None:
-        if self._model:
+        if self._target_ctx:
+            self._lc.llama_free(self._target_ctx)
+            self._target_ctx = None
+        if self._target_model:
+            self._lc.llama_model_free(self._target_model)
+            self._target_model = None
+        if getattr(self, "_model", None):
             self._lc.llama_model_free(self._model)
             self._model = None
 
@@ -419,28 +518,28 @@ class Session(_Closing):
     """A real model and context (weights loaded, KV allocated), for timed decoding in this process."""
 
     def __init__(self, path: str, settings: Params, *, rpc=None, threadpool: bool = False,
-                 draft: tuple[str, Params] | None = None):
+                 draft: tuple[str, Params, "list[str] | None"] | None = None):
         lc = _llama()
         self._lc = lc
         self.settings = settings
         self._model = None
         self._ctx = None
-        self._draft_model = self._draft_ctx = None
+        self._draft_model = self._draft_ctx = self._draft_chains = None
         with captured_log() as lines:
             params, _keep = _model_params(settings, no_alloc=False, rpc=rpc)
             self._model = lc.llama_model_load_from_file(os.fsencode(path), params)
             if not self._model:
                 raise EngineError(f"llama.cpp could not load {path} ({_reason(lines, 'no reason logged')})")
             self._ctx = lc.llama_init_from_model(self._model, _context_params(settings))
-            self._mtp = None
+            self._mtp = self._mtp_chains = None
             if not self._ctx:
                 reason = _reason(lines, "no reason logged")
                 self.close()
                 raise EngineError(f"llama.cpp could not create the context: {reason}")
             try:
-                self._mtp = _mtp_context(lc, self._model, self._ctx, settings)  # created as llama-server does
-                if draft is not None:
-                    self._load_draft(*draft, rpc=rpc)
+                self._mtp, self._mtp_chains = _mtp_context(lc, self._model, self._ctx, settings)  # as llama-server
+                if draft is not None:  # on its own devices (-devd) where given, else the target's
+                    self._load_draft(draft[0], draft[1], rpc=rpc if draft[2] is None else draft[2])
             except EngineError as exc:
                 self.close()
                 raise EngineError(f"{exc}: {_reason(lines, 'no reason logged')}") from None
@@ -451,7 +550,9 @@ class Session(_Closing):
             lib = lc.llama_cpp._lib
             lib.llama_attach_threadpool.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
             lib.llama_attach_threadpool(self._ctx, self._threadpool, None)
-        self.allocations = parse_allocations(self.log)
+        surplus = sum(c.output_surplus(m) for c, m in ((self._mtp_chains, self._model),
+                                                        (self._draft_chains, self._draft_model)) if c is not None)
+        self.allocations = at_start(parse_allocations(self.log), surplus)  # llama-server's buffers at its start
         self.n_ctx = int(lc.llama_n_ctx(self._ctx))
         self.n_batch = int(lc.llama_n_batch(self._ctx))
         self.model_size_bytes = int(lc.llama_model_size(self._model))
@@ -539,13 +640,13 @@ class Session(_Closing):
         self.position = 0
 
     def _load_draft(self, path: str, params: Params, *, rpc=None) -> None:
-        """llama-server's draft model (-md) and its context, on the same devices (common/speculative.cpp:2538-2556)."""
+        """llama-server's draft model (-md) and its context, on `rpc`'s devices (common/speculative.cpp:2538-2556)."""
         lc = self._lc
         model_params, _keep = _model_params(params, no_alloc=False, rpc=rpc)
         self._draft_model = lc.llama_model_load_from_file(os.fsencode(path), model_params)
         if not self._draft_model:
             raise EngineError(f"llama.cpp could not load the draft model {path}")
-        self._draft_ctx = lc.llama_init_from_model(self._draft_model, _context_params(params))
+        self._draft_ctx, self._draft_chains = draft_context(lc, self._draft_model, params, self._ctx)
         if not self._draft_ctx:
             raise EngineError("llama.cpp could not create the draft model's context")
 
@@ -559,6 +660,10 @@ class Session(_Closing):
         if getattr(self, "_mtp", None):
             self._lc.llama_free(self._mtp)
             self._mtp = None
+        for name in ("_draft_chains", "_mtp_chains"):  # after their contexts
+            if getattr(self, name, None) is not None:
+                getattr(self, name).free()
+                setattr(self, name, None)
         if self._ctx:
             self._lc.llama_free(self._ctx)
             self._ctx = None

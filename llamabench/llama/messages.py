@@ -55,10 +55,13 @@ class CreateJob(_Job):
     # llama-server's draft model (--spec-type draft-simple), loaded and given its context beside, on the same devices
     draft_path: str | None = None
     draft_params: Params | None = None
+    draft_rpc: tuple[str, ...] | None = None  # -devd: the draft's own devices (["none"]: none); None: the target's
     kind: ClassVar[str] = "create"
 
     def __post_init__(self) -> None:
         _endpoints(self)
+        if self.draft_rpc is not None:
+            object.__setattr__(self, "draft_rpc", rpc_endpoints(self.draft_rpc))
 
 
 @dataclass(frozen=True)
@@ -77,6 +80,7 @@ class DryRunsJob(_Job):
     path: str
     params: Params  # the placement: -ngl, --n-cpu-moe, -ts...
     rpc: tuple[str, ...] | None = None
+    target_path: str | None = None  # an EAGLE3 head's target, loaded beside it with the same placement (ctx_other)
     kind: ClassVar[str] = "dry_runs"
 
     def __post_init__(self) -> None:

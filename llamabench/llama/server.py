@@ -84,9 +84,10 @@ def run_printed_command(command: str, bin_dir: Path, *, rpc: list[str] | None = 
     if not argv or argv[0] != "llama-server":
         raise EngineError(f"not a llama-server command: {command!r}")
     port = free_port()
-    argv = [str(bin_dir / "llama-server"), *argv[1:], *extra, "-lv", "4", "--host", "127.0.0.1", "--port", str(port)]
-    if rpc:
-        argv += ["--rpc", ",".join(rpc)]
+    # the RPC devices first: llama.cpp registers them as it reads --rpc, and -devd names them
+    devices = ["--rpc", ",".join(rpc)] if rpc else []
+    argv = [str(bin_dir / "llama-server"), *devices, *argv[1:], *extra, "-lv", "4", "--host", "127.0.0.1", "--port",
+            str(port)]
     ready = False
     with tempfile.TemporaryFile("w+", errors="replace") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

@@ -237,12 +237,12 @@ class DryRunChild:
     EngineError naming the file, the signal and llama.cpp's last error line.
     """
 
-    def __init__(self, path: str, placement: Params = Params(), *, rpc=None):
+    def __init__(self, path: str, placement: Params = Params(), *, rpc=None, target_path: str | None = None):
         self.path = path
         self.proc = _start()
         self._events = _EventReader(self.proc.stdout)
         self.rpc = rpc = list(rpc_endpoints(rpc)) or None
-        self._send(DryRunsJob(path, placement, rpc))
+        self._send(DryRunsJob(path, placement, rpc, target_path))
         self._loaded(placement, rpc)
 
     def load(self, placement: Params, rpc=None) -> None:
@@ -320,8 +320,10 @@ class DryRunChild:
 
 
 def dry_runs(path: str, settings_list: list[Params], placement: Params = Params(), *,
-             rpc=None) -> list[DryRunSizes]:
+             rpc=None, target_path: str | None = None) -> list[DryRunSizes]:
+    """llama.cpp's sizes of each context, from one no_alloc load of `path` (an EAGLE3 head's beside its target's
+    model, `target_path`)."""
     if any(s.spec_type == "draft-mtp" for s in settings_list):  # an MTP context runs the NextN layers: load them
         placement = placement.replace(spec_type="draft-mtp")
-    with DryRunChild(path, placement, rpc=rpc) as child:
+    with DryRunChild(path, placement, rpc=rpc, target_path=target_path) as child:
         return [child.context(s) for s in settings_list]

@@ -34,7 +34,9 @@ class DraftFootprint:
 
 def draft_footprint(label: str, meta: ModelMetadata, target: Params) -> DraftFootprint:
     """The draft context llama-server creates for `meta` beside a target context `target`
-    (speculative.draft_context: the target's n_ctx and slots, -ctkd/-ctvd)."""
+    (speculative.draft_context: the target's n_ctx and slots, -ctkd/-ctvd); a UsageError where the target's
+    --spec-type does not run this model (an EAGLE3 head as a plain draft model, say)."""
+    speculative.check_draft(target, meta.architecture, label)
     geometry = geometry_from_metadata(meta)
     return DraftFootprint(label, geometry.architecture,
                           compute_footprint(geometry, speculative.draft_context(target)), meta.weights_bytes)

@@ -191,6 +191,10 @@ _ROWS = (
     # src/models/llama.cpp: MoE variants (Mixtral) shape experts by n_ff
     A("llama", expert_ffn_key=_FF),
     A("qwen2"),
+    # an EAGLE3 draft head (-md with --spec-type draft-eagle3): one decoder layer caching K and V as the generic
+    # rule says (M/eagle3.cpp:81-101, build_attn_inp_kv 200); its context is made against its target's (ctx_other,
+    # src/llama-context.cpp:156-163)
+    A("eagle3"),
     # src/models/qwen2moe.cpp: n_ff_exp ? n_ff_exp : n_ff / n_expert_used; shared expert n_ff_shexp ? : n_ff
     A("qwen2moe", expert_ffn_key=_EXP_FF),
     A("qwen3"),
@@ -330,8 +334,6 @@ _ROWS = (
       "(ctx_other, src/llama-model.cpp:2809-2836): it allocates none of its own"),
     A("dflash", L.NO_RULE, no_rule="a draft head whose cache depends on its target (ctx_other) and, with "
       "hyper-connections, on DSpark keys (src/models/dflash.cpp:7-106, src/llama-model.cpp:2630-2654)"),
-    A("eagle3", L.NO_RULE, no_rule="a draft head run beside its target context (ctx_other, "
-      "src/llama-context.cpp:147-163); not sized on its own"),
     A("clip", L.NO_RULE, no_rule="a projector stub for llama-quantize, not a text decoder "
       "(src/llama-model.cpp:1316-1318, src/models/clip.cpp:6-8)"),
     A("gptj", L.NO_RULE, no_rule="a name without a model class in this llama.cpp "

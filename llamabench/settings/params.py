@@ -24,6 +24,7 @@ from .budget import Budget, budget, reserve
 from .values import (
     cache_type,
     cpu_mask,
+    device_list,
     endpoints,
     file_or_url,
     flash_attn,
@@ -230,6 +231,9 @@ _OPTIONS = (
        "sized beside the target on the same devices", metavar="MODEL"),
     _p("n_gpu_layers_draft", ["-ngld", "--spec-draft-ngl", "--n-gpu-layers-draft"], nonneg_int, None,
        "the draft model's layers on the card (default: all, as llama-server)"),
+    _p("device_draft", ["-devd", "--spec-draft-device", "--device-draft"], device_list, None,
+       "the draft model's devices, as llama-server names them (CUDA1, RPC0; their place among the cards), or none "
+       "(system RAM); default: the target's, split as it is", metavar="DEV,..."),
     _p("remote", ["--remote"], on_off, False, "a catalog id: read the real header of its published --quant "
        "from Hugging Face", action="store_true"),
     _p("n_prompt", ["-p", "--n-prompt"], tokens, 512, "prompt tokens of a pp test"),

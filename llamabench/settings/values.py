@@ -234,6 +234,37 @@ def percent(text) -> int:
     return value
 
 
+_DEVICE_NAME = re.compile(r"^([A-Za-z][A-Za-z_]*?)(\d+)$")  # llama.cpp's device names: CUDA0, Vulkan1, RPC0, ...
+
+
+def device_list(text) -> str:
+    """-devd: `none`, or llama.cpp device names (CUDA1, Vulkan0, RPC0; as --list-devices shows them), comma-separated,
+    each once."""
+    value = str(text).strip()
+    if value.lower() == "none":
+        return "none"
+    names = [n.strip() for n in value.split(",")]
+    for name in names:
+        if not _DEVICE_NAME.match(name):
+            raise UsageError(f"-devd: '{name}' is not a device name as llama.cpp gives it (CUDA0, Vulkan1, RPC0: see "
+                             "llama-server --list-devices), or none")
+    if len(set(names)) != len(names):
+        raise UsageError(f"-devd {value}: a device named twice")
+    return ",".join(names)
+
+
+def device_positions(names: str, n_remote: int = 0) -> tuple[int, ...]:
+    """The place of each -devd device among the cards, in llama.cpp's device order: the --rpc hosts first (RPC0,
+    RPC1, ...), then this machine's devices (CUDA0 after them); () for none."""
+    if names == "none":
+        return ()
+    positions = []
+    for name in names.split(","):
+        backend, index = _DEVICE_NAME.match(name).groups()
+        positions.append(int(index) + (0 if backend.upper() == "RPC" else n_remote))
+    return tuple(positions)
+
+
 def file_or_url(text) -> str:
     """A file path or URL that must not be empty (an empty --mmproj is a mistake, not 'none')."""
     value = str(text)

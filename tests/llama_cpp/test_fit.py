@@ -15,6 +15,7 @@ from llamabench.llama.worker import run_child
 from llamabench.memory.allocations import Allocations
 from llamabench.settings.params import Params
 from llamabench.world import catalog
+from tests.support.eagle3 import write_eagle3
 
 pytestmark = pytest.mark.slow  # llama.cpp dry runs and real contexts
 
@@ -129,9 +130,32 @@ def test_fit_with_a_draft_model_sizes_it_beside_and_verify_creates_it(qwen):
 @pytest.mark.parametrize("options, says", [
     ({"spec_type": "draft-simple"}, "needs the draft model"),
     ({"model_draft": "x.gguf", "runtime": "llama-cpp-python"}, "-md is llama-server's"),
-    ({"model_draft": "x.gguf", "vram": "8GiB+8GiB"}, "-md with several cards"),
+    ({"spec_type": "draft-eagle3"}, "needs the draft model: -md HEAD.gguf"),
+    ({"spec_type": "draft-dflash"}, "block diffusion"),
+    ({"device_draft": "RPC1"}, "-devd places the draft model: give it with -md"),
+    ({"model_draft": "x.gguf", "device_draft": "CUDA3"}, "-devd CUDA3: the fit has 1 card"),
+    ({"model_draft": "x.gguf", "device_draft": "GPU"}, "'GPU' is not a device name"),
+    ({"model_draft": "x.gguf", "device_draft": "CUDA0,CUDA0"}, "a device named twice"),
 ])
 def test_a_draft_that_cannot_be_sized_is_one_line(qwen, options, says):
     options = {"vram": "2GiB", **options}
     with pytest.raises(lb.LlamabenchError, match=says):
         lb.fit(str(qwen), n_ctx=8192, **options)
+
+
+def test_fit_sizes_an_eagle3_head_against_its_target_and_verify_creates_it(qwen, tmp_path):
+    """-md HEAD --spec-type draft-eagle3: the head's weights and its context (made against the target's, with
+    llama-server's sampler chains) beside the target; --verify creates both for real on an emulated card."""
+    head = write_eagle3(qwen, tmp_path / "eagle3-head.gguf")
+    record = lb.fit(str(qwen), vram="2GiB", n_ctx=8192, type_k="f16", type_v="f16", model_draft=str(head),
+                    spec_type="draft-eagle3", verify=True)
+    plain, eagle = (record.fit.recommended("2GiB", 8192, s) for s in ("none", "draft-eagle3"))
+    assert eagle.parts.kv - plain.parts.kv == 4 * 2**20  # the head's one layer at 8192 cells (2 KV heads x 64)
+    assert eagle.parts.compute > plain.parts.compute + 256 * 2**20  # n_batch outputs and the sampler chains
+    command = llama_server_command(record.fit, eagle)
+    assert f"-md {head}" in command and "--spec-type draft-eagle3" in command
+    assert record.verify.ok and len(record.verify.placements) == 2
+    with pytest.raises(lb.LlamabenchError, match="is an EAGLE3 head"):  # the head run as a plain draft model
+        lb.fit(str(qwen), vram="2GiB", n_ctx=8192, model_draft=str(head))
+    with pytest.raises(lb.LlamabenchError, match="not an EAGLE3 head"):  # a plain model run as a head
+        lb.fit(str(qwen), vram="2GiB", n_ctx=8192, model_draft=str(qwen), spec_type="draft-eagle3")

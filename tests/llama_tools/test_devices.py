@@ -351,3 +351,38 @@ def test_every_card_of_a_pipelined_split_holds_the_compute_a_real_context_reserv
     for check in record.verify.placements:
         for dev in check.devices:  # exact, not merely within the tolerance
             assert abs(dev.allocated.compute - dev.predicted.compute) <= PRINTED_TOLERANCE_BYTES, dev.name
+
+
+@pytest.mark.slow
+@needs_rpc
+@needs_tools
+@pytest.mark.parametrize("device_draft", [None, "RPC1", "none"])
+def test_a_draft_model_on_two_cards(qwen, device_draft):
+    """-md on two cards: llama-server loads the draft on the target's devices with the target's -ts, so its layers,
+    KV and compute are split in the same proportions; with -devd RPC1 on the second card alone, with -devd none in
+    system RAM. The printed line, started over two emulated cards, allocates on each card and the host the
+    target's and the draft's buffers the fit predicted (two models, two contexts: two roundings)."""
+    vram = "768MiB+768MiB"
+    record = lb.fit(str(qwen), vram=vram, n_ctx=8192, type_k="f16", type_v="f16", reserve=0, model_draft=str(qwen),
+                    device_draft=device_draft)
+    row = record.fit.recommended(vram, 8192, "draft-simple")
+    assert row is not None and len(row.placement.split) == 2
+    command = llama_server_command(record.fit, row)
+    assert f"-md {qwen}" in command and "-ts " in command
+    assert (f"-devd {device_draft}" in command) == (device_draft is not None)
+    from contextlib import ExitStack
+    with ExitStack() as stack:
+        cards = [stack.enter_context(rpc_server(TOOLS)) for _ in row.devices]
+        run = run_printed_command(command, TOOLS, rpc=cards, extra=("-nr",))
+    assert run.ready, run.log[-2000:]
+    for card, endpoint in zip(row.devices, cards):
+        got = run.allocations.device(buffer_name(endpoint))
+        for part in ("weights", "kv", "recurrent"):
+            assert abs(getattr(got, part) - getattr(card.parts, part)) <= 2 * PRINTED_TOLERANCE_BYTES, (endpoint, part)
+        assert abs(got.compute - card.parts.compute) <= compute_tolerance(card.parts.compute), endpoint
+    host = run.allocations.device(HOST)
+    for part in ("weights", "kv"):
+        assert abs(getattr(host, part) - getattr(row.host, part)) <= 2 * PRINTED_TOLERANCE_BYTES, part
+    assert abs(host.compute - row.host.compute) <= compute_tolerance(row.host.compute)
+    if device_draft == "none":
+        assert host.kv >= 96 * 2**20  # the draft's whole KV in system RAM

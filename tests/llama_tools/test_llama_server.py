@@ -19,6 +19,7 @@ from llamabench.jobs.fit.advice import llama_server_command, python_call
 from llamabench.jobs.source import resolve
 from llamabench.llama.server import rpc_server, run_printed_command, tools_dir
 from llamabench.memory.allocations import HOST, PRINTED_TOLERANCE_BYTES, compute_tolerance, parse_allocations
+from tests.support.eagle3 import write_eagle3
 
 MIB = 2**20
 TOOLS = tools_dir()
@@ -127,6 +128,27 @@ def test_a_real_draft_pair(qwen, n_seq):
                                    **({"n_seq": n_seq} if n_seq else {}))
     assert f"-md {qwen}" in " ".join(run.argv) and "--spec-type draft-simple" in " ".join(run.argv)
     assert round(card.kv / MIB, 2) == 192.00  # 96.00 MiB each, target and draft (llama-server's log)
+    assert_matches(row, card, host, lines=2)
+
+
+@pytest.fixture(scope="module")
+def eagle3_head(qwen, tmp_path_factory):
+    """An EAGLE3 head for the real Qwen2.5-Coder-0.5B (tests/support/eagle3.py): its width and tokenizer, the
+    target's token embeddings and output borrowed."""
+    return write_eagle3(qwen, tmp_path_factory.mktemp("eagle3") / "eagle3-qwen2.5-coder-0.5b.gguf")
+
+
+@needs_tools
+@pytest.mark.parametrize("n_seq", [1, None])
+def test_an_eagle3_head_beside_its_target(qwen, eagle3_head, n_seq):
+    """-md HEAD --spec-type draft-eagle3: the head's weights, its one layer's KV at the target's cells, and its
+    context's compute as llama-server reserves it last (n_batch outputs, the sampler chains on the device), made
+    against the target's context, beside the target's own: every context's buffers summed."""
+    row, card, host, run = started(str(qwen), 8192, spec="draft-eagle3", model_draft=str(eagle3_head),
+                                   spec_type="draft-eagle3",
+                                   **({"n_seq": n_seq} if n_seq else {}))
+    assert "adding speculative implementation 'draft-eagle3'" in run.log
+    assert round(card.kv / MIB, 2) == 100.00  # 96.00 MiB the target's, 4.00 the head's one layer (its log)
     assert_matches(row, card, host, lines=2)
 
 

@@ -406,7 +406,7 @@ def test_refusals_name_the_key(arch, keys, needle):
         geometry_from_metadata(model(arch, **keys))
 
 
-@pytest.mark.parametrize("arch", ["deepseek4", "dots3note", "gemma4-assistant", "dflash", "eagle3", "clip", "gptj",
+@pytest.mark.parametrize("arch", ["deepseek4", "dots3note", "gemma4-assistant", "dflash", "clip", "gptj",
                                   "an-architecture-from-2027"])
 def test_no_layout_rule_is_one_line(arch):
     assert archs.lookup(arch) is None

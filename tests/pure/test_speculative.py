@@ -67,12 +67,35 @@ def test_the_mtp_layers_kv_sits_on_its_own_layer():
 
 @pytest.mark.parametrize("spec, draft, says", [
     ("draft-simple", False, "needs the draft model: -md DRAFT.gguf"),
-    ("draft-eagle3", False, "runs a draft head against the target's context: not sized"),
+    ("draft-eagle3", False, "needs the draft model: -md HEAD.gguf .an EAGLE3 head."),
+    ("draft-dflash", True, "drafts by block diffusion .*: not sized"),
+    ("draft-dspark", False, "drafts by block diffusion .*: not sized"),
     ("draft-mtp", True, "-md with --spec-type draft-mtp"),
 ])
 def test_what_cannot_be_sized_is_refused_in_one_line(spec, draft, says):
     with pytest.raises(UsageError, match=says):
         speculative.check(geometry("qwen3-5-35b-a3b"), Params(spec_type=spec), draft_model=draft)
+
+
+@pytest.mark.parametrize("spec, arch, says", [
+    ("draft-eagle3", "qwen2", "is a qwen2 model, not an EAGLE3 head"),  # llama-server: "draft model is not eagle3"
+    ("draft-simple", "eagle3", "is an EAGLE3 head: .* --spec-type draft-eagle3"),  # no target features to read
+    ("draft-simple", "dflash", "is a dflash draft head: not sized"),
+])
+def test_a_draft_model_its_type_does_not_run_is_refused(spec, arch, says):
+    with pytest.raises(UsageError, match=says):
+        speculative.check_draft(Params(spec_type=spec), arch, "d.gguf")
+    speculative.check_draft(Params(spec_type="draft-eagle3"), "eagle3", "h.gguf")  # the pair that runs
+    speculative.check_draft(Params(spec_type="draft-simple"), "qwen2", "d.gguf")
+
+
+def test_an_eagle3_context_keeps_its_type_and_gets_sampler_chains():
+    target = RuntimeConfig().context(Params(n_ctx=8192, spec_type="draft-eagle3"))
+    draft = speculative.draft_context(target)
+    assert draft.spec_type == "draft-eagle3" and draft.n_rs_seq == 0 and draft.n_ctx == 8192
+    assert speculative.backend_samplers("draft-eagle3") and speculative.backend_samplers("draft-mtp")
+    assert not speculative.backend_samplers("draft-simple")  # the plain draft model samples on the CPU
+    assert speculative.spec_flags(target) == ("--spec-type", "draft-eagle3")
 
 
 def test_draft_mtp_on_a_model_without_an_mtp_layer_is_refused():

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import LlamabenchError, UsageError
+from ...memory import speculative
 from ...memory.footprint import pad
 from ...settings.bench_tests import BenchTest, bench_tests
 from ...settings.params import SCHEMA, Params
@@ -101,6 +102,7 @@ def plan_bench(model: str, params: dict[str, Any], *, n_prompt=None, n_gen=None,
         raise UsageError("n_ctx 0 is not allowed in a sweep: give the context length")
     check_room(configurations, tests)
     source = resolve(model)
+    speculative.check_not_a_head(source.metadata.architecture, source.label, "bench")
     if source.url:
         raise UsageError(f"bench runs the model itself: download {source.url} (llamabench read only its header) and "
                          "give the file, or give a catalog id to bench its geometry twin")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...core.cache_types import ggml_type_id
 from ...memory.runtimes import PYTHON_N_UBATCH
-from ...memory.speculative import spec_flags
+from ...memory.speculative import spec_flags, uses_draft_model
 from ...settings.params import Params
 from .result import FitResult
 from .search import FitRow, Placement, PlacementKind
@@ -56,8 +56,10 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
         cmd += f" --n-cpu-moe {p.value}"
     if len(p.split) > 1 and any(p.split):
         cmd += " -ts " + ",".join(map(str, p.split))
-    draft = ("-md", result.draft_hint) if s.spec_type == "draft-simple" and result.draft_hint else ()
-    return " ".join([cmd, *draft, *spec_flags(s), *result.server_args])
+    draft = ("-md", result.draft_hint) if uses_draft_model(s.spec_type) and result.draft_hint else ()
+    # -devd after --rpc, which registers the devices it names (llama.cpp reads the flags in order)
+    devd = ("-devd", result.draft_devices) if draft and result.draft_devices else ()
+    return " ".join([cmd, *draft, *spec_flags(s), *result.server_args, *devd])
 
 
 

@@ -26,7 +26,7 @@ VERSION = 3  # of this cache's layout: a change starts anew
 TWIN_FOLDERS = ("shape-twins", "twins")  # cache folders whose file names carry their content's digest
 
 
-def _file_identity(path: str) -> str:
+def file_identity(path: str) -> str:
     st = os.stat(path)
     return f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
 
@@ -48,7 +48,7 @@ class DryRunCache:
     """Dry runs of one file on one kind of devices: settings -> ComputeSplit, or the reason llama.cpp refused."""
 
     def __init__(self, model_path: str, devices: str):
-        key = f"{VERSION}|{LLAMA_CPP_PYTHON_VERSION}|{_file_identity(model_path)}|{devices}"
+        key = f"{VERSION}|{LLAMA_CPP_PYTHON_VERSION}|{file_identity(model_path)}|{devices}"
         digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()  # a path need not be UTF-8
         self.path = cache_dir() / "dry-runs" / (digest[:32] + ".json")
         self.entries: dict[str, list] = {}

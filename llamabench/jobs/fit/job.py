@@ -66,7 +66,7 @@ def run_fit(request: FitRequest) -> FitAnswer:
                               spec_params=request.speculative, spec_given=request.spec_given,
                               draft=request.draft is not None)
     if request.draft is not None:
-        session.add_draft(request.draft, request.draft_ngl)
+        session.add_draft(request.draft, request.draft_ngl, request.draft_devices)
     if request.progress is not None:
         session.tell(request.progress)
     server_args = request.server_args + session_args(request, source, session)
@@ -161,6 +161,12 @@ def spec_words(geometry: ModelGeometry, spec_types: tuple[str, ...], p: Params) 
     if kind == speculative.SIMPLE:
         return (f"--spec-type draft-simple beside none: the draft model (-md) and its context (below), the target's "
                 f"outputs for 1 + {p.spec_draft_n_max} tokens a slot")
+    if kind == speculative.EAGLE3:
+        return (f"--spec-type draft-eagle3 beside none: the EAGLE3 head (-md) and its context (below: one layer's KV, "
+                f"n_batch outputs, llama-server's {speculative.TOP_K_CHAIN}-candidate sampler chains on the device), "
+                f"the target's outputs for 1 + {p.spec_draft_n_max} tokens a slot"
+                + (f" and {p.spec_draft_n_max} recurrent rollback planes a sequence" if geometry.recurrent_layers
+                   else ""))
     if kind != speculative.MTP:
         n_max = speculative.n_max(p.replace(spec_type=kind))
         return f"--spec-type {kind} beside none: no device memory of its own; {n_max} draft tokens widen the outputs"
@@ -330,6 +336,7 @@ class FitSession:
         devices = _devices(n_cards=n_cards, remote=remote, ram_mode=ram_mode, emulate=emulate)
         gpu_devices, gpu_build, emulate = devices.gpu_devices, devices.gpu_build, devices.emulate
         file = _weights_file(source, verify, quant)
+        speculative.check_not_a_head(file.meta.architecture, source.label, "fit")
         geometry = fit_geometry(file.meta)
         spec_types = spec_variants(geometry, file.meta, runtime, spec_given, draft_model=draft)
         weights_of = {kind: file_weights(file, geometry, loaded_tensors(file.meta, geometry, kind))
@@ -381,7 +388,9 @@ class FitSession:
 
     probe_options: dict = {}  # the devices the dry runs use, for a draft model's own
     draft: "tuple[Fitter, Placement] | None" = None  # -md: the draft model's fitter and placement (-ngld)
+    draft_devices: "tuple[int, ...] | None" = None  # -devd: the cards it is on (): none; None: the target's
     draft_hint: str = ""  # -md as the printed command names it
+    draft_device_names: str = ""  # -devd as given
 
     def tell(self, progress: Callable[[str], None]) -> None:
         """A line at each dry run llama.cpp answers (the searches run many: each a context created with no_alloc)."""
@@ -394,24 +403,36 @@ class FitSession:
         if self.draft is not None:
             self.draft[0].compute_bytes.on_dry_run = lambda s, n: line(s, n, " of the draft model")
 
-    def add_draft(self, path: str, n_gpu_layers: int | None) -> None:
+    def add_draft(self, path: str, n_gpu_layers: int | None,
+                  devices: "tuple[str, tuple[int, ...]] | None" = None) -> None:
         """llama-server's draft model (-md): its weights by -ngld, its context beside the target's (the target's
         cells and slots, -ctkd/-ctvd) and its own compute, each from its own file and dry runs, on the same
         devices; no prompt cache or checkpoints of its own."""
         source = resolve(path)  # a GGUF file, a URL's header, or a catalog id (its published size on a shape twin)
         file = _weights_file(source, self.verify_path is not None)
         meta = file.meta
+        kind = self.spec_types[-1]
+        speculative.check_draft(Params(spec_type=kind), meta.architecture, path)
         geometry = fit_geometry(meta)
         weights = file_weights(file, geometry, meta.tensors)
-        probe = ComputeProbe(file.path, **self.probe_options, read_weights=file.scale is None)
-        fitter = Fitter(geometry, weights, probe, reserve=0, ram_mode=self.ram_mode,
+        # an EAGLE3 head's dry runs are made against its target (the file the target's dry runs load)
+        target = self.probe.path if kind == speculative.EAGLE3 else None
+        names, self.draft_devices = devices if devices is not None else ("", None)
+        in_ram = self.draft_devices == ()  # -devd none: no device at all, its dry runs too
+        options = dict(self.probe_options, emulate_card=False, remote=(), local_devices=(), cpu_alone=True) \
+            if in_ram else self.probe_options
+        probe = ComputeProbe(file.path, **options, read_weights=file.scale is None, target_path=target)
+        fitter = Fitter(geometry, weights, probe, reserve=0, ram_mode=self.ram_mode or in_ram,
                         runtime=RuntimeConfig(cache_ram_mib=0, ctx_checkpoints=0))
         self.draft = (fitter, Placement(PlacementKind.ALL) if n_gpu_layers is None
                       else Placement(PlacementKind.NGL, n_gpu_layers))
         shown = path if source.path is not None and not source.url else file.hint
         self.draft_hint = str(shown) + ("" if n_gpu_layers is None else f" -ngld {n_gpu_layers}")
+        self.draft_device_names = names
+        where = ("in system RAM (-devd none)" if in_ram else f"on {names} (-devd)" if names
+                 else "on the same devices, split as the target (-ts)")
         self.basis["draft"] = (f"-md {shown}: {geometry.architecture}, {weights.total_bytes / GIB:.2f} GiB of weights "
-                               f"({file.basis}), placed by -ngld (all layers by default) on the same devices; "
+                               f"({file.basis}), placed by -ngld (all layers by default) {where}; "
                                "its context at the target's cells and slots (-ctkd/-ctvd), KV from its metadata, "
                                "compute from its own dry runs at each n_ctx")
 
@@ -472,7 +493,7 @@ class FitSession:
                          tuple(contexts), self.weights.n_layer, self.model_hint, n_ctx_train=n_ctx_train,
                          notes=tuple(self.notes),
                          server_args=self.runtime.server_flags(self.geometry) + tuple(server_args),
-                         draft_hint=self.draft_hint,
+                         draft_hint=self.draft_hint, draft_devices=self.draft_device_names,
                          dry_runs=self.probe.calls, runtime=self.runtime, ram=self.ram,
                          machine_ram=sysinfo.total_ram_bytes())
 
@@ -532,5 +553,7 @@ class FitSession:
         return Fitter(self.geometry, weights, self.probe, reserve=0 if self.ram_mode else self.reserve,
                       ram_mode=self.ram_mode, projector=self.projector_bytes,
                       host_projector=self.host_projector_bytes, runtime=self.runtime, ram=self.ram,
-                      tensor_split=self.tensor_split, draft=self.draft if spec == speculative.SIMPLE else None,
+                      tensor_split=self.tensor_split,
+                      draft=self.draft if speculative.uses_draft_model(spec) else None,
+                      draft_devices=self.draft_devices,
                       expert_share=self.expert_share)

@@ -16,6 +16,7 @@ from ...memory.runtimes import RuntimeConfig, parse_runtime
 from ...settings.budget import Budget, Card
 from ...settings.params import SCHEMA, Params
 from ...settings.sweep import MAX_FIT_CELLS, check_plan_size, parse_value
+from ...settings.values import device_positions
 from ...world import catalog
 from ..arguments import call_values
 from .search import Placement, PlacementKind
@@ -59,6 +60,7 @@ class FitRequest:
     spec_given: str | None = None
     draft: str | None = None  # -md: llama-server's draft model (draft-simple), a GGUF file
     draft_ngl: int | None = None  # -ngld; None: all its layers on the card
+    draft_devices: "tuple[str, tuple[int, ...]] | None" = None  # -devd: its names, and their places among the cards
     progress: "Callable[[str], None] | None" = None  # told a line at each dry run llama.cpp answers
 
     @property
@@ -71,7 +73,8 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                 ram=None, cpu_only: bool = False, reserve=None, verify: bool = False, emulate: bool = False,
                 mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None,
                 remote: bool = False, runtime=None, n_seq=None, kv_unified=None, cache_ram=None, ctx_checkpoints=None,
-                rpc=None, model_draft=None, n_gpu_layers_draft=None, progress=None) -> FitRequest:
+                rpc=None, model_draft=None, n_gpu_layers_draft=None, device_draft=None,
+                progress=None) -> FitRequest:
     """`lb.fit`'s arguments checked and parsed (`params`: the schema's, by name); `local_budgets` gives the
     budgets without --vram (a GPU build's free memory)."""
     given = {k: v for k, v in params.items()}
@@ -121,9 +124,10 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                       speculative=Params(spec_draft_n_max=values["spec_draft_n_max"],
                                          type_k_draft=values["type_k_draft"], type_v_draft=values["type_v_draft"]),
                       spec_given=_spec_given(values, params, model_draft, config),
-                      draft=_draft(model_draft, n_cards=max(len(b.devices) for b in budgets)),
+                      draft=_draft(model_draft),
                       draft_ngl=None if n_gpu_layers_draft is None else parse_value("n_gpu_layers_draft",
                                                                                      n_gpu_layers_draft, listed=False),
+                      draft_devices=_draft_devices(device_draft, model_draft, budgets, rpc_hosts, cpu_only),
                       progress=progress if callable(progress) else None, **split)
 
 
@@ -138,17 +142,34 @@ def _spec_given(values: dict[str, Any], params: dict[str, Any], model_draft, con
     return given
 
 
-def _draft(model_draft, *, n_cards: int) -> str | None:
-    """-md: a GGUF file, a URL or a catalog id (checked when read); one card for now."""
+def _draft(model_draft) -> str | None:
+    """-md: a GGUF file, a URL or a catalog id (checked when read)."""
     if model_draft is None:
         return None
     text = str(model_draft).strip()
     if not text:
         raise UsageError("-md: give the draft model (a GGUF file, a URL or a catalog id)")
-    if n_cards > 1:
-        raise UsageError("-md with several cards: the draft's own split over them is not sized yet",
-                         hint="fit on one card, or leave out -md")
     return text
+
+
+def _draft_devices(device_draft, model_draft, budgets: list[Budget], rpc_hosts: tuple[str, ...],
+                   cpu_only: bool) -> "tuple[str, tuple[int, ...]] | None":
+    """-devd: the draft model's devices by llama.cpp's names, and each one's place among the cards (the --rpc hosts
+    first, as llama.cpp orders its devices); None: the target's devices."""
+    if device_draft is None:
+        return None
+    if model_draft is None:
+        raise UsageError("-devd places the draft model: give it with -md")
+    names = parse_value("device_draft", device_draft, listed=False)
+    if cpu_only and names != "none":
+        raise UsageError(f"-devd {names}: --cpu-only uses no card", hint="leave out -devd")
+    positions = device_positions(names, len(rpc_hosts))
+    n_cards = max(len(b.devices) for b in budgets)
+    for name, position in zip(names.split(","), positions):
+        if position >= n_cards:
+            raise UsageError(f"-devd {name}: the fit has {n_cards} card(s), llama.cpp's devices 0 to {n_cards - 1} "
+                             "(the --rpc hosts first)", hint="name one of them, or none")
+    return names, positions
 
 
 def _placements(values: dict[str, Any], params: dict[str, Any]) -> list[Placement]:

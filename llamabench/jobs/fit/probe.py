@@ -20,7 +20,7 @@ from ...llama.worker import DryRunChild
 from ...memory.allocations import HOST, Allocations
 from ...memory.speculative import MTP
 from ...settings.params import Params
-from .dry_run_cache import DryRunCache
+from .dry_run_cache import DryRunCache, file_identity
 from .search import ComputeSplit
 
 _UNTAKEN_TENSOR = re.compile(r"pre-allocated tensor \((\S+)\) in a buffer \((\S+)\) that cannot run")
@@ -69,8 +69,10 @@ class ComputeProbe:
     """
 
     def __init__(self, path: str, *, emulate_card: bool = False, remote: tuple[str, ...] = (),
-                 local_devices: tuple[str, ...] = (), cpu_alone: bool = False, read_weights: bool = True):
+                 local_devices: tuple[str, ...] = (), cpu_alone: bool = False, read_weights: bool = True,
+                 target_path: str | None = None):
         self.path = path
+        self.target_path = target_path  # an EAGLE3 head's target, loaded beside it in each dry run (ctx_other)
         self.emulate_card = emulate_card
         self.remote = tuple(remote)
         self.local_devices = tuple(local_devices)  # a GPU build's device names, in order
@@ -86,6 +88,8 @@ class ComputeProbe:
         self._disk: DryRunCache | None = None
         if not self.weights_from_backend and (self.emulate_card or not self.local_devices) and not self.remote:
             kind = "cpu-alone" if cpu_alone else "emulated" if emulate_card else "build-default"
+            if target_path is not None:  # a head's dry runs depend on its target too
+                kind += f"|target={file_identity(target_path)}"
             self._disk = DryRunCache(path, kind)
 
     @staticmethod
@@ -113,7 +117,7 @@ class ComputeProbe:
     def _child(self, placement: Params, devices: tuple[str, ...]) -> DryRunChild:
         rpc = [NO_DEVICE] if self.cpu_alone else list(devices) or None
         if self._model is None:
-            self._model = DryRunChild(self.path, placement, rpc=rpc)
+            self._model = DryRunChild(self.path, placement, rpc=rpc, target_path=self.target_path)
         elif self._model.placement != placement or self._model.rpc != rpc:
             self._model.load(placement, rpc)
         return self._model

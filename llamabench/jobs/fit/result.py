@@ -29,6 +29,7 @@ class FitResult:
     ram: Budget | None = None  # --ram: the system RAM the host part was checked against
     machine_ram: int = 0  # the RAM of the machine the fit ran on (psutil), for a warning without --ram; 0: unknown
     draft_hint: str = ""  # -md DRAFT (and -ngld) as the printed command names it; "": no draft model
+    draft_devices: str = ""  # -devd as given ("none", "CUDA1"); "": the target's devices
 
     @property
     def spec_types(self) -> tuple[str, ...]:

@@ -244,7 +244,7 @@ class Fitter:
                  ram_mode: bool = False, projector: int = 0, host_projector: int = 0,
                  runtime: RuntimeConfig | None = None, ram: Budget | None = None,
                  tensor_split: tuple[float, ...] = (), draft: "tuple[Fitter, Placement] | None" = None,
-                 expert_share: float = 1.0):
+                 expert_share: float = 1.0, draft_devices: tuple[int, ...] | None = None):
         self.geometry = geometry
         self.expert_share = expert_share  # expert_used_count / expert_count: the routed experts a token reads
         self.tensor_split = tensor_split  # -ts given: these proportions, not a searched split
@@ -259,6 +259,7 @@ class Fitter:
         self.n_layer_all = weights.n_layer
         self.refused: dict[int, str] = {}  # n_ctx -> why llama.cpp could not create it (searches treat it as no fit)
         self.draft = draft  # llama-server's draft model (-md): its fitter and placement, its parts added to ours
+        self.draft_devices = draft_devices  # -devd: the cards the draft is on, () none; None: ours, split as ours
 
     def reserve_of(self, device: int) -> int:
         return self.reserve[device] if isinstance(self.reserve, tuple) else self.reserve
@@ -304,7 +305,7 @@ class Fitter:
             parts = Parts(self.weights.total_bytes, kv, rec, split.total,
                           reserve=self.reserve_of(0), projector=self.projector)
             if self.draft is not None:  # the draft model in system RAM too
-                parts = plus(parts, self.draft_parts(settings)[0])
+                parts = plus(parts, self.draft_parts(settings, placement)[0][0])
             return parts, HostParts(**growing), (parts,)
         n = max(1, len(placement.split))
         devices = self.layer_devices(placement)
@@ -317,18 +318,34 @@ class Fitter:
                             projector=self.projector if i == projector_device else 0) for i in range(n))
         host = HostParts(self.host_weights(placement, split), host_kv, host_rec, split.host,
                          projector=self.host_projector, **growing)
-        if self.draft is not None:  # on the first card (one card: options refuse -md with several) and the host
-            on_card, on_host = self.draft_parts(settings)
-            cards, host = (plus(cards[0], on_card),) + cards[1:], plus(host, on_host)
+        if self.draft is not None:  # on the same cards, split in the same proportions (-ts), and the host
+            on_cards, on_host = self.draft_parts(settings, placement)
+            cards, host = tuple(plus(c, d) for c, d in zip(cards, on_cards)), plus(host, on_host)
         total = cards[0] if n == 1 else Parts.add_up(cards)
         return total, host, cards
 
-    def draft_parts(self, settings: Params) -> tuple[allocations.Parts, allocations.Parts]:
-        """The draft model's (-md) parts beside this context: on its card (in system RAM with --cpu-only), and on
-        the host; its context at our cells and slots (speculative.draft_context), re-sized at each n_ctx."""
-        fitter, placement = self.draft
-        parts, host, _ = fitter.evaluate_devices(speculative.draft_context(settings), placement)
-        return parts.buffers, (host.buffers if not self.ram_mode else allocations.Parts())
+    def draft_parts(self, settings: Params, placement: Placement
+                    ) -> tuple[tuple[allocations.Parts, ...], allocations.Parts]:
+        """The draft model's (-md) parts beside this context, on each card (in system RAM with --cpu-only), and on
+        the host; its context at our cells and slots (speculative.draft_context), re-sized at each n_ctx. llama-server
+        loads it on the target's devices with the target's -ts (common_base_params_to_speculative copies the
+        target's parameters: common/speculative.cpp:2446-2462), so its layers are split in the same proportions."""
+        fitter, own = self.draft
+        n, chosen, context = max(1, len(placement.split)), self.draft_devices, speculative.draft_context(settings)
+        if chosen is None:
+            chosen, split = tuple(range(n)), placement.split
+        else:  # -devd: llama.cpp takes the first entries of -ts for the draft's devices (src/llama-model.cpp)
+            split = placement.split[:len(chosen)]
+        own = own.with_split(split if len(chosen) > 1 else ())
+        parts, host, per_card = fitter.evaluate_devices(context, own)
+        if self.ram_mode:
+            return (parts.buffers,), allocations.Parts()
+        cards = [allocations.Parts()] * n
+        if not chosen:  # -devd none: every part in system RAM (the draft fitter sizes it as --cpu-only)
+            return tuple(cards), parts.buffers
+        for position, p in zip(chosen, per_card):
+            cards[position] = p.buffers
+        return tuple(cards), host.buffers
 
     def cache_split(self, settings: Params, placement: Placement, devices: tuple[int | None, ...] | None = None,
                     n_devices: int = 1) -> tuple[tuple[tuple[int, int], ...], tuple[int, int]]:

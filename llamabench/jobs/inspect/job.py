@@ -49,9 +49,11 @@ def runtime_params(params: dict[str, Any], runtime=None, model_draft=None) -> tu
         if not config.is_server:
             raise UsageError("-md is llama-server's draft model: Llama() decodes without one",
                              hint="use --runtime llama-server, or leave out -md")
-        if values["spec_type"] not in (speculative.NONE, speculative.SIMPLE):
-            raise UsageError(f"-md is a draft model of its own (--spec-type draft-simple), not {values['spec_type']}")
-        values["spec_type"] = speculative.SIMPLE
+        if values["spec_type"] not in (speculative.NONE, *speculative.DRAFT_MODEL_TYPES):
+            raise UsageError(f"-md is a draft model of its own (--spec-type draft-simple, or draft-eagle3 for an "
+                             f"EAGLE3 head), not {values['spec_type']}")
+        if values["spec_type"] == speculative.NONE:
+            values["spec_type"] = speculative.SIMPLE
     p = config.context(params_from(values))
     return (p.replace(swa_full=values["swa_full"]) if "swa_full" in given else p), config
 

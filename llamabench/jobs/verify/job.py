@@ -10,6 +10,7 @@ from typing import Any
 
 from ...core.errors import UnsupportedArchitecture
 from ...llama.worker import dry_runs
+from ...memory import speculative
 from ...memory.allocations import Allocations
 from ...memory.footprint import Footprint, compute_footprint
 from ...memory.inspection import draft_footprint
@@ -42,6 +43,7 @@ def verify_model(model: str, params: dict[str, Any], runtime=None, model_draft=N
     target's is dry-run too, and its checks follow the target's ("draft: ...")."""
     p, _ = runtime_params(params, runtime, model_draft)
     source = resolve(model)
+    speculative.check_not_a_head(source.metadata.architecture, source.label, "verify")
     if not has_layout_rule(source.metadata):
         path = source.gguf_for_llama()
         dry = dry_runs(str(path), [p])[0]
@@ -55,20 +57,22 @@ def verify_model(model: str, params: dict[str, Any], runtime=None, model_draft=N
     dry = dry_runs(str(path), [sized])[0]
     checks = compare(fp, dry.allocations)
     if model_draft is not None:
-        checks += draft_checks(draft_argument(model_draft), sized)
+        checks += draft_checks(draft_argument(model_draft), sized, str(path))
     return Verified(source, result.geometry.architecture, str(path), sized, fp, dry.allocations, checks,
                     result.context_warning)
 
 
-def draft_checks(model_draft: str, target: Params) -> tuple[Check, ...]:
-    """The draft model's context (speculative.draft_context of the target's), llama.cpp's dry run against theory."""
+def draft_checks(model_draft: str, target: Params, target_path: str) -> tuple[Check, ...]:
+    """The draft model's context (speculative.draft_context of the target's), llama.cpp's dry run against theory;
+    an EAGLE3 head's made against its target (`target_path`), as llama-server makes it."""
     draft = resolve(model_draft)
     if not has_layout_rule(draft.metadata):
         raise UnsupportedArchitecture(f"-md {draft.label}: {no_rule_line(draft.metadata.architecture)}",
                                       hint="verify the draft model on its own")
     sized = draft_footprint(draft.label, draft.metadata, target)
     settings = sized.footprint.params.replace(n_ctx=sized.footprint.shape.n_ctx)
-    dry = dry_runs(str(draft.gguf_for_llama()), [settings])[0]
+    head = target.spec_type == speculative.EAGLE3
+    dry = dry_runs(str(draft.gguf_for_llama()), [settings], target_path=target_path if head else None)[0]
     return tuple(replace(c, component=f"draft: {c.component}") for c in compare(sized.footprint, dry.allocations))
 
 
