@@ -8,6 +8,7 @@ import pytest
 
 import llamabench as lb
 from llamabench.cli import main
+from tests.support.eagle3 import write_eagle3
 
 
 @pytest.mark.parametrize("argv, says", [
@@ -191,3 +192,18 @@ def test_inspect_and_verify_take_a_draft_model(qwen, capsys):
     assert "Draft model" in capsys.readouterr().out
     assert main(["inspect", str(qwen), "-md", str(qwen), "--spec-type", "draft-mtp"]) == 2
     assert "draft-simple" in capsys.readouterr().err
+
+
+def test_inspect_and_verify_take_an_eagle3_head(qwen, tmp_path, capsys):
+    """-md HEAD --spec-type draft-eagle3: the head's one layer of KV at the target's cells and slots, checked against
+    llama.cpp's dry run of the head's context made against the target's (ctx_other), as llama-server makes it; the
+    head alone is not a model llama.cpp runs, and says so with the command to use."""
+    head = write_eagle3(qwen, tmp_path / "eagle3-head.gguf")
+    record = lb.inspect(str(qwen), n_ctx=8192, model_draft=str(head), spec_type="draft-eagle3")
+    assert record.inspection.draft.footprint.kv_bytes == 4 * 2**20  # 1 layer x 2 KV heads x 64 x 8192 cells, K+V
+    checked = lb.verify(str(qwen), n_ctx=8192, model_draft=str(head), spec_type="draft-eagle3")
+    assert checked.ok and any(c.component.startswith("draft: KV total") for c in checked.checks)
+    assert main(["verify", str(head)]) == 2
+    assert "is an EAGLE3 draft head" in capsys.readouterr().err
+    assert main(["inspect", str(qwen), "-md", str(head)]) == 2  # run as a plain draft model: no target features
+    assert "--spec-type draft-eagle3" in capsys.readouterr().err
