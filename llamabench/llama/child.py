@@ -23,6 +23,7 @@ from . import breakdown, engine, user_model
 from .engine import DryRunModel, Session
 from .messages import (
     Alloc,
+    Beat,
     BenchJob,
     CreateJob,
     Devices,
@@ -52,6 +53,21 @@ def emit(event: Event) -> None:
     sys.stdout.flush()
 
 
+BEAT_EVERY_S = 1.0  # a load's progress beats, at most this often
+
+
+def _load_beats():
+    """A progress callback for llama.cpp's model load that emits a `Beat` at most every BEAT_EVERY_S."""
+    last = [0.0]
+
+    def beat(share: float) -> None:
+        now = time.monotonic()
+        if now - last[0] >= BEAT_EVERY_S:
+            last[0] = now
+            emit(Beat(f"load {share:.0%}"))
+    return beat
+
+
 def _create(job: CreateJob):
     """Create the job's context and emit its `Alloc` event; None (after a `Failed` event) on failure."""
     rss_before = sysinfo.process_rss_bytes()
@@ -60,7 +76,8 @@ def _create(job: CreateJob):
     start = time.perf_counter()
     try:
         draft = (job.draft_path, job.draft_params, job.draft_rpc) if getattr(job, "draft_path", None) else None
-        session = Session(job.path, job.params, rpc=job.rpc, threadpool=isinstance(job, BenchJob), draft=draft)
+        session = Session(job.path, job.params, rpc=job.rpc, threadpool=isinstance(job, BenchJob), draft=draft,
+                          on_progress=_load_beats())
     except LlamabenchError as exc:
         emit(Failed(str(exc)))
         return None
@@ -125,12 +142,14 @@ def measure_tests(session, tests: list[BenchTest], repetitions: int, emit: Calla
             try:
                 session.restore(snap)
                 run(warmup)
+                emit(Beat(f"{t.name} warm-up"))
                 samples = []
-                for _ in range(repetitions):
+                for i in range(repetitions):
                     session.restore(snap)
                     t0 = time.perf_counter_ns()
                     run(t.n_tokens)
                     samples.append(time.perf_counter_ns() - t0)
+                    emit(Beat(f"{t.name} repetition {i + 1}"))
             except LlamabenchError as exc:
                 emit(TestFailed(t.name, str(exc)))
                 continue

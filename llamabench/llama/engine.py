@@ -196,7 +196,7 @@ def _device(name: str) -> int:
     return dev
 
 
-def _model_params(p: Params, *, no_alloc: bool, rpc=None):
+def _model_params(p: Params, *, no_alloc: bool, rpc=None, on_progress=None):
     """llama_model_params, and the ctypes objects it points into (keep them alive until the load ends).
 
     With RPC endpoints the model's devices are exactly those, in that order (as `--rpc` puts RPC servers
@@ -234,6 +234,10 @@ def _model_params(p: Params, *, no_alloc: bool, rpc=None):
                                                           _BuftOverride(None, None))
         params.tensor_buft_overrides = ctypes.cast(overrides, ctypes.c_void_p)
         keep += [patterns, overrides]
+    if on_progress is not None:  # told the share loaded as llama.cpp loads the weights (True: go on)
+        callback = lc.llama_progress_callback(lambda share, _data: on_progress(share) or True)
+        params.progress_callback = callback
+        keep.append(callback)
     if no_alloc:
         params.no_alloc = True
         params.load_mode = lc.LLAMA_LOAD_MODE_NONE  # mmap asserts under no_alloc
@@ -518,7 +522,7 @@ class Session(_Closing):
     """A real model and context (weights loaded, KV allocated), for timed decoding in this process."""
 
     def __init__(self, path: str, settings: Params, *, rpc=None, threadpool: bool = False,
-                 draft: tuple[str, Params, "list[str] | None"] | None = None):
+                 draft: tuple[str, Params, "list[str] | None"] | None = None, on_progress=None):
         lc = _llama()
         self._lc = lc
         self.settings = settings
@@ -526,7 +530,7 @@ class Session(_Closing):
         self._ctx = None
         self._draft_model = self._draft_ctx = self._draft_chains = None
         with captured_log() as lines:
-            params, _keep = _model_params(settings, no_alloc=False, rpc=rpc)
+            params, _keep = _model_params(settings, no_alloc=False, rpc=rpc, on_progress=on_progress)
             self._model = lc.llama_model_load_from_file(os.fsencode(path), params)
             if not self._model:
                 raise EngineError(f"llama.cpp could not load {path} ({_reason(lines, 'no reason logged')})")
@@ -539,7 +543,8 @@ class Session(_Closing):
             try:
                 self._mtp, self._mtp_chains = _mtp_context(lc, self._model, self._ctx, settings)  # as llama-server
                 if draft is not None:  # on its own devices (-devd) where given, else the target's
-                    self._load_draft(draft[0], draft[1], rpc=rpc if draft[2] is None else draft[2])
+                    self._load_draft(draft[0], draft[1], rpc=rpc if draft[2] is None else draft[2],
+                                     on_progress=on_progress)
             except EngineError as exc:
                 self.close()
                 raise EngineError(f"{exc}: {_reason(lines, 'no reason logged')}") from None
@@ -639,10 +644,10 @@ class Session(_Closing):
         self._lc.llama_memory_clear(self._lc.llama_get_memory(self._ctx), True)
         self.position = 0
 
-    def _load_draft(self, path: str, params: Params, *, rpc=None) -> None:
+    def _load_draft(self, path: str, params: Params, *, rpc=None, on_progress=None) -> None:
         """llama-server's draft model (-md) and its context, on `rpc`'s devices (common/speculative.cpp:2538-2556)."""
         lc = self._lc
-        model_params, _keep = _model_params(params, no_alloc=False, rpc=rpc)
+        model_params, _keep = _model_params(params, no_alloc=False, rpc=rpc, on_progress=on_progress)
         self._draft_model = lc.llama_model_load_from_file(os.fsencode(path), model_params)
         if not self._draft_model:
             raise EngineError(f"llama.cpp could not load the draft model {path}")

@@ -242,14 +242,24 @@ class Done(_Event):
     kind: ClassVar[str] = "done"
 
 
+@dataclass(frozen=True)
+class Beat(_Event):
+    """The child made progress (`what`: a share of the model loaded, a warm-up or a repetition done): what the
+    parent's deadline for a --rpc host that stops answering counts from."""
+
+    what: str
+    kind: ClassVar[str] = "beat"
+
+
 Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob]
 Request = Union[LoadRequest, ContextRequest]
-Event = Union[Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices, Tensors, Done]
+Event = Union[Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices, Tensors, Done,
+              Beat]
 
 JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob)}
 REQUESTS = {c.kind: c for c in (LoadRequest, ContextRequest)}
 EVENTS = {c.kind: c for c in (Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices,
-                               Tensors, Done)}
+                               Tensors, Done, Beat)}
 
 
 def to_wire(message: Job | Request | Event) -> dict:

@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, TypeVar
 
@@ -20,7 +21,7 @@ from ..settings.params import Params
 from ..settings.values import rpc_endpoints
 from ..world import sysinfo
 from ..world.paths import RPC_TIMEOUT_ENV, rpc_timeout
-from .devices import Device
+from .devices import Device, is_endpoint
 from .messages import (
     ContextRequest,
     Devices,
@@ -49,6 +50,7 @@ E = TypeVar("E")
 class ChildExit:
     returncode: int
     failure: str | None  # the child's own "failed" reason, else how it died, else None
+    stalled: bool = False  # stopped: no progress within its deadline (a --rpc host that stopped answering)
 
     @property
     def ok(self) -> bool:
@@ -94,18 +96,47 @@ def _line(message: Job | Request | dict) -> str:
     return json.dumps(message if isinstance(message, dict) else to_wire(message)) + "\n"
 
 
+STALL_FACTOR = 4  # a step may take this many times the longest wait between progress events seen so far
+
+
+def _remote_devices(job: Job | dict) -> tuple[str, ...]:
+    """The job's devices reached over the network (RPC endpoints, emulated cards too): those can stop answering."""
+    rpc = job.get("rpc") if isinstance(job, dict) else getattr(job, "rpc", None)
+    return tuple(d for d in (rpc or ()) if is_endpoint(d))
+
+
 def run_child(job: Job | dict, on_event: Callable[[dict], None]) -> ChildExit:
     """Run one job in a child; `on_event` sees every event as the child wrote it (a JSON object), but `Failed`
-    (which ends up in ChildExit). `run_job` hands them over typed."""
+    (which ends up in ChildExit). `run_job` hands them over typed.
+
+    On RPC devices the child must show progress (any event: a load's beats, a fill's chunks, each repetition):
+    llama.cpp's RPC client waits for ever on a host that stops answering. The wait for the next event is
+    LLAMABENCH_RPC_TIMEOUT, or STALL_FACTOR times the longest wait seen so far where that is longer (a slow
+    host's long steps); past it the child is stopped and the ChildExit says `stalled`."""
     proc = _start()
-    failure = None
+    failure, stalled = None, False
+    remote = _remote_devices(job)
     try:
         try:
             proc.stdin.write(_line(job))
             proc.stdin.close()
         except BrokenPipeError:  # it died before reading its job: how, is said below
             pass
-        for data in events(proc.stdout):
+        longest, last = 0.0, None  # the longest wait between two events (the child's start-up is not one)
+
+        def deadline() -> float:
+            return max(rpc_timeout(), STALL_FACTOR * longest)
+
+        stream = events(proc.stdout) if not remote else _EventReader(proc.stdout).within_each(deadline)
+        for data in stream:
+            if data is None:  # no progress within the deadline
+                stop_group(proc)
+                stalled = True
+                failure = (f"llama.cpp got no answer from the devices ({', '.join(remote)}) in {deadline():.0f} s: "
+                           f"a --rpc host that stalls? (stopped; {RPC_TIMEOUT_ENV} sets the limit)")
+                break
+            now = time.monotonic()
+            longest, last = (longest if last is None else max(longest, now - last)), now
             event = read_event(data) if data.get("event") == Failed.kind else None
             if isinstance(event, Failed):
                 failure = event.reason
@@ -119,7 +150,7 @@ def run_child(job: Job | dict, on_event: Callable[[dict], None]) -> ChildExit:
     if failure is None and proc.returncode != 0:
         said = last_error_line(stderr)
         failure = f"llama.cpp's process {signal_name(proc.returncode)}" + (f": {said}" if said else "")
-    return ChildExit(proc.returncode, failure)
+    return ChildExit(proc.returncode, failure, stalled)
 
 
 def run_job(job: Job, on_event: Callable[[Event], None]) -> ChildExit:
@@ -216,9 +247,13 @@ class _EventReader:
 
     def within(self, deadline_s: float | None):
         """Each event as it comes; None where none came within deadline_s (then the caller stops the child)."""
+        return self.within_each(lambda: deadline_s)
+
+    def within_each(self, deadline: Callable[[], float | None]):
+        """Each event as it comes; None where none came within `deadline()` seconds, asked before each wait."""
         while True:
             try:
-                data = self._queue.get(timeout=deadline_s)
+                data = self._queue.get(timeout=deadline())
             except queue.Empty:
                 yield None
                 return

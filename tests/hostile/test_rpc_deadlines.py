@@ -4,6 +4,7 @@ the child that waits. The hosts are hostile fakes on 127.0.0.1 (tests/support/fa
 
 from __future__ import annotations
 
+import json
 import time
 
 import psutil
@@ -11,7 +12,7 @@ import pytest
 
 from llamabench.cli import main
 from llamabench.llama import rpc
-from tests.support.fake_rpc import FakeRpcHost
+from tests.support.fake_rpc import GRAPH_COMPUTE, SET_TENSOR, FakeRpcHost
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not rpc.available(), reason="llama-cpp-python was built without the RPC backend")]
@@ -60,3 +61,38 @@ def test_a_bad_rpc_timeout_is_one_line(gemma, capsys, monkeypatch, value):
     with FakeRpcHost() as host:
         assert main(["fit", str(gemma), "--rpc", host.endpoint, "--vram", "1GiB", "-c", "4096"]) == 2
     assert "LLAMABENCH_RPC_TIMEOUT" in error_line(capsys)
+
+
+def test_bench_on_a_host_that_stalls_in_the_middle_ends_in_one_line_keeping_what_it_measured(gemma, capsys,
+                                                                                              monkeypatch, tmp_path):
+    """The host relays the model load and the first decodes to a real emulated card, then stops answering at a
+    graph computation in the middle of the bench: the child showed progress (load beats, fill chunks, repetitions)
+    until then, so the wait for the next one ends, and the bench ends in one line, the child stopped."""
+    monkeypatch.setenv("LLAMABENCH_RPC_TIMEOUT", "4")
+    results = tmp_path / "r.jsonl"
+    with rpc.emulated_card() as card, FakeRpcHost(answered=1000, upstream=card, stall_at=(GRAPH_COMPUTE, 12)) as host:
+        started = time.monotonic()
+        code = main(["bench", str(gemma), "--rpc", host.endpoint, "-ngl", "99", "-p", "16", "-n", "4", "-r", "3",
+                     "-d", "0,64", "-c", "1024", "--results", str(results)])
+        took = time.monotonic() - started
+        assert host.requests >= 12
+    line = error_line(capsys)
+    assert code == 1 and "got no answer from the devices" in line and "measured before it are kept" in line, line
+    assert took < 120
+    no_children_left()
+    assert [json.loads(line).get("reason") for line in results.read_text().splitlines()][0] is None  # pp16 kept
+
+
+def test_fit_verify_on_a_host_that_stalls_loading_the_weights_ends_its_check_in_one_line(gemma, capsys, monkeypatch):
+    """The dry runs go through (they upload no weights); the host stalls at the first tensor the real context
+    uploads: --verify says so for that row and creates no other, the fit's answer stands, and no child is left."""
+    monkeypatch.setenv("LLAMABENCH_RPC_TIMEOUT", "4")
+    with rpc.emulated_card() as card, FakeRpcHost(answered=1000, upstream=card, stall_at=(SET_TENSOR, 1)) as host:
+        started = time.monotonic()
+        code = main(["fit", str(gemma), "--rpc", host.endpoint, "--vram", "1GiB", "-c", "4096", "-ctk", "f16",
+                     "-ctv", "f16", "--reserve", "0", "--verify"])
+        took = time.monotonic() - started
+    out = capsys.readouterr().out
+    assert code == 1 and "got no answer from the devices" in out and "-> fits" in out, out[-1500:]
+    assert took < 120
+    no_children_left()

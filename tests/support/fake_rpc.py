@@ -1,5 +1,7 @@
 """A hostile --rpc host on 127.0.0.1: it accepts, and then answers nothing, or answers its first connections
-(the memory query) through a real ggml-rpc-server and stalls on the rest (the dry run, the bench)."""
+(the memory query) through a real ggml-rpc-server and stalls on the rest (the dry run, the bench), or relays
+everything until the client's Nth request of some commands (a graph computation: a decode in the middle of a bench;
+a tensor upload: a real model's load) and stalls there."""
 
 from __future__ import annotations
 
@@ -8,8 +10,11 @@ import threading
 
 
 class FakeRpcHost:
-    def __init__(self, *, answered: int = 0, upstream: str | None = None, says: bytes | None = None):
+    def __init__(self, *, answered: int = 0, upstream: str | None = None, says: bytes | None = None,
+                 stall_at: tuple[tuple[int, ...], int] | None = None):
         self.answered = answered  # connections relayed to `upstream` before the stall
+        self.stall_at = stall_at  # (commands, N): relay until the clients' Nth request of these commands, then stall
+        self.requests = 0  # requests of those commands the clients made through the relay
         self.upstream = upstream
         self.says = says  # where given: each connection gets these bytes (not llama.cpp's protocol), then is closed
         self._listener = socket.socket()
@@ -40,8 +45,8 @@ class FakeRpcHost:
                 host, port = self.upstream.rsplit(":", 1)
                 server = socket.create_connection((host, int(port)))
                 self._held.append(server)
-                for a, b in ((client, server), (server, client)):
-                    threading.Thread(target=_relay, args=(a, b), daemon=True).start()
+                for a, b, counted in ((client, server, True), (server, client, False)):
+                    threading.Thread(target=self._relay, args=(a, b, counted), daemon=True).start()
             # else: held open, never answered
 
     def close(self) -> None:
@@ -59,12 +64,55 @@ class FakeRpcHost:
         self.close()
 
 
-def _relay(src: socket.socket, dst: socket.socket) -> None:
-    try:
-        while chunk := src.recv(65536):
-            dst.sendall(chunk)
-    except OSError:
-        pass
+    def stalled(self) -> bool:
+        return self.stall_at is not None and self.requests >= self.stall_at[1]
+
+    def _relay(self, src: socket.socket, dst: socket.socket, counted: bool) -> None:
+        requests = _Requests()
+        try:
+            while chunk := src.recv(65536):
+                if counted and self.stall_at is not None:
+                    self.requests += requests.count(chunk, self.stall_at[0])
+                if self.stalled():  # held open, never answered again
+                    while not self._closed:
+                        threading.Event().wait(0.2)
+                    return
+                dst.sendall(chunk)
+        except OSError:
+            pass
+        _shut(src, dst)
+
+
+# llama.cpp's RPC commands (ggml/src/ggml-rpc/ggml-rpc.cpp:61-82)
+GRAPH_COMPUTE = (10, 16)  # RPC_CMD_GRAPH_COMPUTE, RPC_CMD_GRAPH_RECOMPUTE: a decode
+SET_TENSOR = (6, 7)  # RPC_CMD_SET_TENSOR, RPC_CMD_SET_TENSOR_HASH: weights uploaded
+
+
+class _Requests:
+    """The client's side of llama.cpp's RPC protocol, followed chunk by chunk: each request is its command (1 byte),
+    its size (8 bytes, little-endian) and that many bytes (ggml-rpc.cpp:309-323)."""
+
+    def __init__(self):
+        self.header = b""
+        self.left = 0  # payload bytes of the current request still to come
+
+    def count(self, chunk: bytes, commands: tuple[int, ...]) -> int:
+        """How many requests of these commands begin in this chunk."""
+        found, i = 0, 0
+        while i < len(chunk):
+            if self.left:
+                step = min(self.left, len(chunk) - i)
+                self.left, i = self.left - step, i + step
+                continue
+            take = min(9 - len(self.header), len(chunk) - i)
+            self.header, i = self.header + chunk[i:i + take], i + take
+            if len(self.header) == 9:
+                found += self.header[0] in commands
+                self.left, self.header = int.from_bytes(self.header[1:], "little"), b""
+        return found
+
+
+def _shut(src: socket.socket, dst: socket.socket) -> None:
     for s in (src, dst):
         try:
             s.shutdown(socket.SHUT_RDWR)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from ...core.errors import Stalled
 from ...llama.messages import Alloc, BenchJob, Fill, Measured, TestFailed, to_wire
 from ...llama.worker import run_job
 from ...settings.bench_tests import BenchTest
@@ -100,11 +101,13 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
         except KeyboardInterrupt:
             return SweepOutcome(cells.skipped, interrupted=True)
         failure = child.failure or "the child process ended before this test"
-        if child.returncode < 0 and params.repack:
+        if child.returncode < 0 and params.repack and not child.stalled:
             failure += ("; llama.cpp died with the CPU's repacked weights on (CPU_REPACK / AMX): "
                         "rerun with --repack 0 to rule them out")
         for test in todo:
             if test.name not in reported:
                 keep(test, reason=failure)
         notify("cell_done", {"index": index, "total": len(configurations), "params": params})
+        if child.stalled:  # a device that stopped answering: every later configuration would wait as long
+            raise Stalled(f"{failure}; the tests measured before it are kept")
     return SweepOutcome(cells.skipped)

@@ -123,11 +123,17 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
             local = [stack.enter_context(emulated_card()) for _ in range(n_local)]
         else:  # a GPU build's own devices, named as the fit's dry runs named them, after the remote hosts
             local = list(session.gpu_devices[:n_local])
-        return FitVerification(tuple(_verify_row(row, session, result, tuple(session.remote) + tuple(local))
-                                     for row in rows))
+        checks = []
+        for row in rows:
+            check, stalled = _verify_row(row, session, result, tuple(session.remote) + tuple(local))
+            checks.append(check)
+            if stalled:  # a device that stopped answering: every other row would wait as long
+                return FitVerification(tuple(checks), error=check.error)
+        return FitVerification(tuple(checks))
 
 
-def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, ...]) -> PlacementCheck:
+def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, ...]) -> tuple[PlacementCheck, bool]:
+    """The row created for real and set against its prediction; and whether its devices stalled."""
     p = row.placement
     params = p.params(row.settings, result.n_layer_all).replace(repack=False, n_threads=2)
     n_devices = max(1, len(row.devices))
@@ -154,8 +160,9 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
              else f"the remote host {devices[0]}" if devices[0] in session.remote
              else f"an emulated card (llama.cpp RPC device on {devices[0]})")
     if not allocs:
-        return PlacementCheck(what, where, row.settings.n_ctx, error=f"llama.cpp could not create the context: "
-                                                                     f"{outcome.failure}", ram_mode=session.ram_mode)
+        failed = PlacementCheck(what, where, row.settings.n_ctx, ram_mode=session.ram_mode,
+                                error=f"llama.cpp could not create the context: {outcome.failure}")
+        return failed, outcome.stalled
     event = allocs[-1]
     alloc = event.allocations
     common = dict(what=what, where=where, n_ctx=row.settings.n_ctx,
@@ -166,7 +173,8 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
     if session.ram_mode:
         predicted, allocated = row.parts.buffers, alloc.parts
         device = DeviceCheck(HOST, predicted, allocated, ram_tolerance(predicted.total), by_total=True)
-        return PlacementCheck(**common, devices=(device,), budget=row.budget_bytes, card_total=allocated.total)
+        return PlacementCheck(**common, devices=(device,), budget=row.budget_bytes,
+                              card_total=allocated.total), False
     # the fit's own figures: compute from its dry run of this placement over the same devices; a draft context
     # (MTP, -md) prints its own lines beside the target's, each rounded to 0.01 MiB
     printed = PRINTED_TOLERANCE_BYTES * (1 if row.settings.spec_type == "none" else 2)
@@ -182,11 +190,11 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
         room = [c.budget - c.parts.reserve - c.parts.projector for c in row.devices]
         over = tuple(check.name for check, r in zip(checks, room) if check.allocated.total > r)
         return PlacementCheck(**common, devices=(*checks, host), budget=sum(room),
-                              card_total=sum(c.allocated.total for c in checks), cards_over_budget=over)
+                              card_total=sum(c.allocated.total for c in checks), cards_over_budget=over), False
     card = (alloc.card_names or ("card",))[0]
     devices_checked = (DeviceCheck(card, row.parts.buffers, alloc.device(card), tolerance_bytes=printed,
                                    compute_tolerance_bytes=printed), host)
     # the projector (--mmproj) is not created here: its share of the budget stays set aside
     return PlacementCheck(**common, devices=devices_checked,
                           budget=row.budget_bytes - row.parts.reserve - row.parts.projector,
-                          card_total=devices_checked[0].allocated.total)
+                          card_total=devices_checked[0].allocated.total), False
