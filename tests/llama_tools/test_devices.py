@@ -181,6 +181,24 @@ def test_experts_in_ram_over_three_cards_with_an_uneven_split():
     assert_per_card(record.verify)
 
 
+def started_card_by_card(command: str, row, lines: int = 1):
+    """The printed line started by llama-server over one emulated card per card of the row; each card's weights,
+    KV and state held to the fit to llama.cpp's printed 0.01 MiB (one rounding per printed line: `lines` models
+    or contexts), compute to 3% or 5 MiB. Returns the host's allocations."""
+    from contextlib import ExitStack
+    with ExitStack() as stack:
+        cards = [stack.enter_context(rpc_server(TOOLS)) for _ in row.devices]
+        run = run_printed_command(command, TOOLS, rpc=cards, extra=("-nr",))
+    assert run.ready, run.log[-2000:]
+    for card, endpoint in zip(row.devices, cards):
+        got = run.allocations.device(buffer_name(endpoint))
+        for part in ("weights", "kv", "recurrent"):
+            assert abs(getattr(got, part) - getattr(card.parts, part)) <= lines * PRINTED_TOLERANCE_BYTES, \
+                (endpoint, part)
+        assert abs(got.compute - card.parts.compute) <= compute_tolerance(card.parts.compute), endpoint
+    return run.allocations.device(HOST)
+
+
 @pytest.mark.slow
 @needs_rpc
 @needs_tools
@@ -198,17 +216,7 @@ def test_the_printed_llama_server_line_allocates_the_fit_card_by_card(model, vra
         command = command.replace(record.fit.model_hint, record.model.path or record.fit.model_hint)
         from llamabench.jobs.source import resolve
         command = command.replace("qwen3-5-35b-a3b-twin.gguf", str(resolve(model).gguf_for_llama()))
-    from contextlib import ExitStack
-    with ExitStack() as stack:
-        cards = [stack.enter_context(rpc_server(TOOLS)) for _ in row.devices]
-        run = run_printed_command(command, TOOLS, rpc=cards, extra=("-nr",))
-    assert run.ready, run.log[-2000:]
-    for card, endpoint in zip(row.devices, cards):
-        got = run.allocations.device(buffer_name(endpoint))
-        for part in ("weights", "kv", "recurrent"):
-            assert abs(getattr(got, part) - getattr(card.parts, part)) <= PRINTED_TOLERANCE_BYTES, (endpoint, part)
-        assert abs(got.compute - card.parts.compute) <= compute_tolerance(card.parts.compute), endpoint
-    host = run.allocations.device(HOST)
+    host = started_card_by_card(command, row)
     assert abs(host.weights - row.host.weights) <= PRINTED_TOLERANCE_BYTES
     assert abs(host.kv - row.host.kv) <= PRINTED_TOLERANCE_BYTES
 
@@ -370,17 +378,7 @@ def test_a_draft_model_on_two_cards(qwen, device_draft):
     command = llama_server_command(record.fit, row)
     assert f"-md {qwen}" in command and "-ts " in command
     assert (f"-devd {device_draft}" in command) == (device_draft is not None)
-    from contextlib import ExitStack
-    with ExitStack() as stack:
-        cards = [stack.enter_context(rpc_server(TOOLS)) for _ in row.devices]
-        run = run_printed_command(command, TOOLS, rpc=cards, extra=("-nr",))
-    assert run.ready, run.log[-2000:]
-    for card, endpoint in zip(row.devices, cards):
-        got = run.allocations.device(buffer_name(endpoint))
-        for part in ("weights", "kv", "recurrent"):
-            assert abs(getattr(got, part) - getattr(card.parts, part)) <= 2 * PRINTED_TOLERANCE_BYTES, (endpoint, part)
-        assert abs(got.compute - card.parts.compute) <= compute_tolerance(card.parts.compute), endpoint
-    host = run.allocations.device(HOST)
+    host = started_card_by_card(command, row, lines=2)
     for part in ("weights", "kv"):
         assert abs(getattr(host, part) - getattr(row.host, part)) <= 2 * PRINTED_TOLERANCE_BYTES, part
     assert abs(host.compute - row.host.compute) <= compute_tolerance(row.host.compute)
