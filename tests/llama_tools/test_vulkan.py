@@ -16,6 +16,7 @@ from llamabench.jobs.fit.advice import llama_server_command
 from llamabench.llama import engine
 from llamabench.llama.server import run_printed_command, vulkan_tools_dir
 from llamabench.memory.allocations import HOST, PARTS, PRINTED_TOLERANCE_BYTES, DeviceParts, compute_tolerance
+from tests.support.eagle3 import write_eagle3
 
 pytestmark = [pytest.mark.slow, pytest.mark.vulkan]
 
@@ -105,5 +106,28 @@ def test_the_printed_command_on_a_vulkan_llama_server_allocates_what_fit_said(re
     for name, predicted, allocated in (("Vulkan0", card_fit, card), ("host", host_fit, host)):
         for part in ("weights", "kv", "recurrent"):
             assert abs(getattr(allocated, part) - getattr(predicted, part)) <= PRINTED_TOLERANCE_BYTES, \
+                (name, part, getattr(predicted, part) / MIB, getattr(allocated, part) / MIB)
+        assert abs(allocated.compute - predicted.compute) <= compute_tolerance(predicted.compute), (name, "compute")
+
+
+@needs_vulkan
+@pytest.mark.skipif(VULKAN_TOOLS is None, reason="no Vulkan build of llama-server: BACKEND=vulkan "
+                    "scripts/build_llama_tools.sh")
+def test_an_eagle3_head_on_a_vulkan_llama_server(qwen, tmp_path):
+    """-md HEAD --spec-type draft-eagle3 on the Vulkan device: the head's context made against the target's, where
+    the target's output stays in system RAM on this device, so does the head's lm-head compute; llama-server's
+    own allocation log is the judge (two models, two contexts: two roundings)."""
+    head = write_eagle3(qwen, tmp_path / "eagle3-head.gguf")
+    record = lb.fit(str(qwen), n_ctx=4096, type_k="f16", type_v="f16", model_draft=str(head),
+                    spec_type="draft-eagle3")
+    row = record.fit.recommended(record.fit.budgets[0].label, 4096, "draft-eagle3")
+    run = run_printed_command(llama_server_command(record.fit, row), VULKAN_TOOLS, extra=("-nr",), timeout_s=600)
+    assert run.ready, run.log[-2000:]
+    assert "adding speculative implementation 'draft-eagle3'" in run.log
+    card_fit, host_fit = _parts(row)
+    card, host = run.allocations.device("Vulkan0"), run.allocations.device(HOST)
+    for name, predicted, allocated in (("Vulkan0", card_fit, card), ("host", host_fit, host)):
+        for part in ("weights", "kv", "recurrent"):
+            assert abs(getattr(allocated, part) - getattr(predicted, part)) <= 2 * PRINTED_TOLERANCE_BYTES, \
                 (name, part, getattr(predicted, part) / MIB, getattr(allocated, part) / MIB)
         assert abs(allocated.compute - predicted.compute) <= compute_tolerance(predicted.compute), (name, "compute")
