@@ -117,7 +117,10 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path):
     # the machine (with 4 contexts a loaded machine saw the sweep end before the signal: exit 0, not 130)
     argv = [sys.executable, "-m", "llamabench.cli", "bench", "qwen3-30b-a3b", "-c", "1024-11008+256",
             "-p", "16", "-n", "2", "-r", "1", "-t", "1", "--results", str(results), "-o", "jsonl"]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # a terminal's Ctrl-C: SIGINT at its default in the tool, whatever this runner inherited (a shell runs a
+    # background job with SIGINT ignored, and Python then leaves it ignored: the bench would run to its end)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # wait for the second record however long a loaded machine takes (on a fresh machine the twin is written first);
     # the bound only keeps a hung run from hanging the suite
     deadline = time.time() + 1200
