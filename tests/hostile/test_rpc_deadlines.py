@@ -68,7 +68,7 @@ def test_bench_on_a_host_that_stalls_in_the_middle_ends_in_one_line_keeping_what
     """The host relays the model load and the first decodes to a real emulated card, then stops answering at a
     graph computation in the middle of the bench: the child showed progress (load beats, fill chunks, repetitions)
     until then, so the wait for the next one ends, and the bench ends in one line, the child stopped."""
-    monkeypatch.setenv("LLAMABENCH_RPC_TIMEOUT", "4")
+    monkeypatch.setenv("LLAMABENCH_RPC_TIMEOUT", "20")  # the steps before the stall must not meet it, under load
     results = tmp_path / "r.jsonl"
     with rpc.emulated_card() as card, FakeRpcHost(answered=1000, upstream=card, stall_at=(GRAPH_COMPUTE, 12)) as host:
         started = time.monotonic()
@@ -86,7 +86,7 @@ def test_bench_on_a_host_that_stalls_in_the_middle_ends_in_one_line_keeping_what
 def test_fit_verify_on_a_host_that_stalls_loading_the_weights_ends_its_check_in_one_line(gemma, capsys, monkeypatch):
     """The dry runs go through (they upload no weights); the host stalls at the first tensor the real context
     uploads: --verify says so for that row and creates no other, the fit's answer stands, and no child is left."""
-    monkeypatch.setenv("LLAMABENCH_RPC_TIMEOUT", "4")
+    monkeypatch.setenv("LLAMABENCH_RPC_TIMEOUT", "20")  # the steps before the stall must not meet it, under load
     with rpc.emulated_card() as card, FakeRpcHost(answered=1000, upstream=card, stall_at=(SET_TENSOR, 1)) as host:
         started = time.monotonic()
         code = main(["fit", str(gemma), "--rpc", host.endpoint, "--vram", "1GiB", "-c", "4096", "-ctk", "f16",
