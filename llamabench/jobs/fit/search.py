@@ -331,13 +331,10 @@ class Fitter:
         loads it on the target's devices with the target's -ts (common_base_params_to_speculative copies the
         target's parameters: common/speculative.cpp:2446-2462), so its layers are split in the same proportions."""
         fitter, own = self.draft
-        n, chosen, context = max(1, len(placement.split)), self.draft_devices, speculative.draft_context(settings)
-        if chosen is None:
-            chosen, split = tuple(range(n)), placement.split
-        else:  # -devd: llama.cpp takes the first entries of -ts for the draft's devices (src/llama-model.cpp)
-            split = placement.split[:len(chosen)]
-        own = own.with_split(split if len(chosen) > 1 else ())
-        parts, host, per_card = fitter.evaluate_devices(context, own)
+        n = max(1, len(placement.split))
+        chosen = tuple(range(n)) if self.draft_devices is None else self.draft_devices
+        parts, host, per_card = fitter.evaluate_devices(speculative.draft_context(settings),
+                                                        draft_placement(own, placement, self.draft_devices))
         if self.ram_mode:
             return (parts.buffers,), allocations.Parts()
         cards = [allocations.Parts()] * n
@@ -671,6 +668,14 @@ class Fitter:
             else:
                 hi = mid
         return lo
+
+
+def draft_placement(own: Placement, target: Placement, devices: tuple[int, ...] | None) -> Placement:
+    """The draft model's placement beside the target's: split over the target's cards in its -ts proportions, or,
+    with -devd, over those devices by the first entries of -ts (llama.cpp copies the target's tensor_split); one
+    device (or none): no split."""
+    split = target.split if devices is None else target.split[:len(devices)]
+    return own.with_split(split if len(split) > 1 and (devices is None or len(devices) > 1) else ())
 
 
 def plus(a, b: allocations.Parts):

@@ -30,7 +30,7 @@ from ...memory.allocations import (
 from ...memory.speculative import draft_context, uses_draft_model
 from .advice import describe_placement
 from .result import FitResult
-from .search import FitRow, recommend
+from .search import FitRow, draft_placement, recommend
 
 
 @dataclass(frozen=True)
@@ -143,9 +143,7 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
     if uses_draft_model(row.settings.spec_type) and session.draft is not None:  # -md: its model and context beside
         fitter, own = session.draft  # on the same devices, split in the same proportions (-ts), or on -devd's
         chosen = session.draft_devices
-        split = p.split if chosen is None else p.split[:len(chosen)]
-        own = own.with_split(split if len(split) > 1 and (chosen is None or len(chosen) > 1) else ())
-        draft = dict(draft_path=fitter.compute_bytes.path, draft_params=own.params(
+        draft = dict(draft_path=fitter.compute_bytes.path, draft_params=draft_placement(own, p, chosen).params(
             draft_context(row.settings), fitter.n_layer_all).replace(repack=False, n_threads=2),
             draft_rpc=None if chosen is None else [devices[i] for i in chosen] or [NO_DEVICE])
     outcome = run_job(CreateJob(session.verify_path, params, devices, **draft),
