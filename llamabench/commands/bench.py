@@ -8,6 +8,7 @@ import sys
 
 from .. import api
 from ..core import stats
+from ..core.safe_text import escaped, shown_path
 from ..records.records import read_records
 from ..render.bench import render
 from ..render.progress import Progress
@@ -69,12 +70,12 @@ def _keywords(args: argparse.Namespace) -> dict:
 
 
 def _print_plan(plan) -> None:
-    print(f"plan for {plan.model}: {len(plan.configurations)} cells x {len(plan.tests)} tests, {plan.repetitions} "
-          f"repetitions, runtime {plan.runtime}, results -> {plan.results}")
+    print(f"plan for {shown_path(plan.model)}: {len(plan.configurations)} cells x {len(plan.tests)} tests, "
+          f"{plan.repetitions} repetitions, runtime {plan.runtime}, results -> {shown_path(plan.results)}")
     for i, p in enumerate(plan.configurations):
         print(f"  {p.label}: " + ", ".join(t.name for t in plan.tests))
         if plan.commands:
-            print(f"    {plan.commands[i]}")
+            print(f"    {escaped(plan.commands[i])}")  # shlex.join leaves a control character raw
 
 
 def _rate(m) -> str:
@@ -114,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
     for line in read_records(run_.results).warnings if args.resume else ():
         warn(line)
     if run_.interrupted:
-        print(f"llamabench: interrupted: the {len(run_.records)} tests measured so far are in {run_.results}; "
-              "rerun with --resume", file=sys.stderr)
+        print(f"llamabench: interrupted: the {len(run_.records)} tests measured so far are in "
+              f"{shown_path(run_.results)}; rerun with --resume", file=sys.stderr)
         return 130
     if run_.records:
         if args.output in (OutputFormat.JSON, OutputFormat.JSONL):
@@ -128,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
     if wide:
         warn(f"{', '.join(r.test.name for r in wide)}: t/s varied by more than {stats.SPREAD_WARNING:.0%} of the mean "
              "between repetitions; close other programs, pin threads (--cpu-mask) or raise -r")
-    print(f"{len(run_.records)} tests recorded in {run_.results}" + (f", {run_.failed} failed" if run_.failed else "")
+    print(f"{len(run_.records)} tests recorded in {shown_path(run_.results)}"
+          + (f", {run_.failed} failed" if run_.failed else "")
           + (f", {run_.skipped} already there (--resume)" if run_.skipped else ""), file=sys.stderr)
     return 1 if run_.failed else 0

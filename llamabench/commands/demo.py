@@ -14,6 +14,7 @@ from typing import Callable
 
 from .. import api
 from ..core.errors import LlamabenchError
+from ..core.safe_text import escaped, shown_path
 from ..jobs import source as model_source
 from ..jobs.fit.search import PlacementKind, recommend
 from ..llama import engine
@@ -149,8 +150,8 @@ class _Demo:
             progress.close()
         if run_.records:
             print(render_bench(list(run_.records), str(OutputFormat.MD)))
-        print(f"{len(run_.records)} tests recorded in {run_.results}" + (f", {run_.failed} failed" if run_.failed
-                                                                       else ""), file=sys.stderr)
+        print(f"{len(run_.records)} tests recorded in {shown_path(run_.results)}"
+              + (f", {run_.failed} failed" if run_.failed else ""), file=sys.stderr)
         if run_.interrupted:  # Ctrl-C: what was measured is kept; the demo stops here (exit 130), no report
             raise KeyboardInterrupt
         return not run_.failed
@@ -159,7 +160,7 @@ class _Demo:
         result = api.report([self.results], out_dir=self.out_dir,
                             compare=NATURAL_COMPARISONS.get(self.source.label, []))
         for model in result.models:
-            print(f"{model.label}: wrote {len(model.files)} files to {model.out_dir}")
+            print(f"{model.label}: wrote {len(model.files)} files to {shown_path(model.out_dir)}")
         return True
 
 
@@ -174,7 +175,8 @@ def _run_steps(steps: list[tuple[str, Callable[[], bool], bool]], start: float) 
         try:
             ok = step()
         except LlamabenchError as exc:
-            print(f"llamabench: error: {exc}" + (f" (hint: {exc.hint})" if exc.hint else ""), file=sys.stderr)
+            hint = f" (hint: {exc.hint})" if exc.hint else ""
+            print(escaped(f"llamabench: error: {exc}{hint}"), file=sys.stderr)  # one line, as the error of main
             ok = False
         if not ok:
             print(f"[demo] step {i} ({name}) reported a problem", file=sys.stderr)
@@ -198,14 +200,14 @@ def run(args: argparse.Namespace) -> int:
     if source.is_catalog:
         print(f"[demo] writing / reusing the geometry twin of {source.label}", file=sys.stderr, flush=True)
         twin = source.gguf_for_llama()
-        print(f"geometry twin: {twin} ({twin.stat().st_size / 2**20:.1f} MiB)")
+        print(f"geometry twin: {shown_path(twin)} ({twin.stat().st_size / 2**20:.1f} MiB)")
     failed = _run_steps(steps, start)
     if failed is None:
         return 1
     print(f"\n{demo.depth_line}")
     if demo.repack_note:
         print(demo.repack_note)
-    print(f"demo finished in {time.perf_counter() - start:.1f} s: open {out_dir / 'report.md'}"
+    print(f"demo finished in {time.perf_counter() - start:.1f} s: open {shown_path(out_dir / 'report.md')}"
           + (f" (steps that reported a problem: {', '.join(failed)})" if failed else ""))
     return 1 if failed else 0
 

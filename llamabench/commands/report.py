@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import api
+from ..core.safe_text import shown_path
 from ..settings import arguments
 from . import SUMMARY
 from .output import warn
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     for line in result.warnings:
         warn(line)
     for model in result.models:
-        print(f"{model.label}: wrote {len(model.files)} files to {model.out_dir}")
+        print(f"{model.label}: wrote {len(model.files)} files to {shown_path(model.out_dir)}")
         for record in model.kv_efficiency:
             measured = "measured" if record.measured_prefill_tok_s is not None else "no timed run"
             print(f"  {record.id}: {record.kv_bytes_per_token:,} B/token, "

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import UsageError
+from ..core.safe_text import shell_word, shown_path
 from ..core.units import mib
 from ..jobs import source as model_source
 from ..jobs.twin.build import caches_as_the_source, write_twin
@@ -40,28 +41,34 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(done: int, total: int) -> None:
         if show:
-            print(f"\rwriting {out}: {done}/{total} tensors", end="" if done < total else "\n", file=sys.stderr)
+            print(f"\rwriting {shown_path(out)}: {done}/{total} tensors", end="" if done < total else "\n",
+                  file=sys.stderr)
 
     ruled = has_layout_rule(source.metadata)
     result = write_twin(source.metadata, out, progress=progress, require_layout=ruled)
     g = result.geometry
     if g is None:  # no layout rule: llama.cpp itself checks the twin's caches against the file's
         checked = caches_as_the_source(str(source.gguf_for_llama()), result.path)
-        print(f"wrote {result.path}: {mib(result.file_bytes)} ({mib(result.disk_bytes)} on disk), "
-              f"{result.n_tensors} tensors, {result.seconds:.2f} s")
+        print(_wrote(result))
         arch = source.metadata.architecture
         print(f"twin of {source.name} ({arch}): no layout rule in llamabench ({no_rule_reason(arch)}); llama.cpp "
-              f"sizes the twin's caches as the file's ({checked}); use it with: llamabench verify {result.path}")
+              f"sizes the twin's caches as the file's ({checked}); use it with: llamabench verify "
+              f"{shell_word(str(result.path))}")
         return 0
     kinds: dict[str, int] = {}
     for layer in g.layers:
         kinds[str(layer.kind)] = kinds.get(str(layer.kind), 0) + 1
     layout = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
-    print(f"wrote {result.path}: {mib(result.file_bytes)} ({mib(result.disk_bytes)} on disk), "
-          f"{result.n_tensors} tensors, {result.seconds:.2f} s")
+    print(_wrote(result))
     print(f"twin of {source.name} ({g.architecture}): {g.n_layer} layers ({layout}), "
-          f"hidden size {g.n_embd}; check it with: llamabench verify {result.path}")
+          f"hidden size {g.n_embd}; check it with: llamabench verify {shell_word(str(result.path))}")
     return 0
+
+
+def _wrote(result) -> str:
+    """The line that says where the twin went and what it holds, its path escaped."""
+    return (f"wrote {shown_path(result.path)}: {mib(result.file_bytes)} ({mib(result.disk_bytes)} on disk), "
+            f"{result.n_tensors} tensors, {result.seconds:.2f} s")
 
 
 def _magic(path: Path) -> bytes:

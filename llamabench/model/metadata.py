@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ..core.errors import BadModelFile
+from ..core.safe_text import shown_path
 
 MetadataValue = int | float | bool | str | tuple
 MESSAGE_CHARS = 80  # metadata values quoted in a message are cut to this
@@ -62,7 +63,8 @@ class ModelMetadata:
 
     @property
     def display_name(self) -> str:
-        return self.name or str(self.keys.get("general.name", "")) or self.source
+        """general.name (escaped when read), else the path, escaped: it is printed and written into reports."""
+        return self.name or str(self.keys.get("general.name", "")) or shown_path(self.source)
 
 
 @dataclass(frozen=True)

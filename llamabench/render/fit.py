@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..core.safe_text import escaped
 from ..core.units import GIB, MIB
 from ..jobs.fit.advice import describe_placement, run_line
 from ..jobs.fit.result import FitResult
@@ -256,16 +257,17 @@ def render_text(result: FitResult, fmt: str = "text") -> str:
         n_cards = max((len(r.devices) for r in result.rows), default=0)
         fields = row_fields(result, projector=True) + (card_fields(n_cards, views=frozenset()) if n_cards > 1 else ())
         return table(result.rows, fields, "csv")
-    out = [f"{result.model_name} ({result.architecture}): fit at n_ctx {', '.join(map(str, result.contexts))}"
+    name = escaped(str(result.model_name))  # a file's general.name, or its path
+    out = [f"{name} ({result.architecture}): fit at n_ctx {', '.join(map(str, result.contexts))}"
            + (f"; trained context {result.n_ctx_train:,}" if result.n_ctx_train else "")]
-    out += [f"  {k:<10} {v}" for k, v in result.basis.items()]
+    out += [f"  {k:<10} {escaped(str(v))}" for k, v in result.basis.items()]  # -md and --mmproj name files
     for budget, n_ctx, rows in _groups(result):
         out.append("")
         out.append(f"{budget.label} (budget {_gib(budget.bytes)} GiB) at n_ctx {n_ctx}, flash attention "
                    f"{'on' if rows[0].settings.flash_attn else 'off'}; parts in GiB")
         out.append(_rows_table(result, rows, fmt))
         out += _verdicts(result, rows)
-    out += [""] + [f"note: {n}" for n in result.notes]
+    out += [""] + [f"note: {escaped(str(n))}" for n in result.notes]  # a note can quote an error that names a file
     out.append(f"({len(result.rows)} rows in {result.seconds:.1f} s)")
     return "\n".join(out)
 
@@ -280,8 +282,8 @@ def markdown_report(result: FitResult) -> str:
         if len(verdict) > 2:
             out.append(f"\n`{verdict[1].strip()}`\n\n{verdict[2].strip()}\n")
     out.append("Where each part comes from:\n")
-    out += [f"- {k}: {v}" for k, v in result.basis.items()]
-    out += [f"- note: {n}" for n in result.notes]
+    out += [f"- {k}: {escaped(str(v))}" for k, v in result.basis.items()]
+    out += [f"- note: {escaped(str(n))}" for n in result.notes]
     return "\n".join(out)
 
 
@@ -294,11 +296,11 @@ def _mib(n: int) -> str:
 
 def render_verification(v: FitVerification) -> str:
     if v.error and not v.placements:
-        return f"verify: {v.error}"
+        return f"verify: {escaped(str(v.error))}"
     out = []
     for check in v.placements:
         if check.error:
-            out.append(f"verify: {check.what}: {check.error}")
+            out.append(f"verify: {check.what}: {escaped(str(check.error))}")
             continue
         out.append(f"verify: created {check.what} for real on {check.where}")
         rows = [(dev, part) for dev in check.devices for part in PARTS]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.safe_text import shown_path
 from ..core.units import file_size, mib, thousands
 from ..model.layout import LayerGeometry, LayerKind, ModelGeometry
 from ..records.records import InspectRecord
@@ -133,7 +134,8 @@ def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
         return render_layers(record, fmt)
     result = record.inspection
     g, fp, s = result.geometry, result.footprint, result.footprint.params
-    out = [f"{result.name} ({g.architecture}), {g.n_layer} layers" + _nextn_words(g) + f", from {result.source}"]
+    out = [f"{result.name} ({g.architecture}), {g.n_layer} layers" + _nextn_words(g)
+           + f", from {shown_path(result.source)}"]
     out.append("All numbers below are computed from the GGUF metadata (theory); "
                "`llamabench verify` checks them against llama.cpp.")
     out.append("")

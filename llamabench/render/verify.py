@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..core.safe_text import shown_path
 from ..core.units import mib, thousands
 from ..memory.verification import Check, MatrixResult
 from ..records.records import VerifyRecord
@@ -42,7 +43,8 @@ def render_verify(record: VerifyRecord, fmt: str = "text") -> str:
     out = [f"verify {record.model.label} at n_ctx {thousands(record.footprint.shape.n_ctx)} "
            f"(K {p.type_k}, V {p.type_v}, flash attention {'on' if p.flash_attn else 'off'}, "
            f"{p.n_seq} seq{', unified' if p.kv_unified else ''}{', swa_full' if p.swa_full else ''})",
-           f"theory: computed from metadata; llama.cpp: its own log lines from a no_alloc dry run of {record.gguf}",
+           f"theory: computed from metadata; llama.cpp: its own log lines from a no_alloc dry run of "
+           f"{shown_path(record.gguf)}",
            table(record.checks, CHECK_FIELDS, "text")]
     compute = record.allocations.compute_buffers_mib
     if compute:
@@ -60,7 +62,7 @@ def _render_measured(record: VerifyRecord) -> str:
     out = [f"verify {record.model.label} at n_ctx {thousands(p.n_ctx)} (K {p.type_k}, V {p.type_v}, flash attention "
            f"{'on' if p.flash_attn else 'off'}, {p.n_seq} seq{', unified' if p.kv_unified else ''})",
            f"no theory to check: no layout rule for {record.model.architecture} in llamabench ({record.no_rule})",
-           f"measured: llama.cpp's own log lines from a no_alloc dry run of {record.gguf}"]
+           f"measured: llama.cpp's own log lines from a no_alloc dry run of {shown_path(record.gguf)}"]
     for c in a.kv_caches:
         out.append(f"  KV cache        {c.size_mib:10.2f} MiB  ({thousands(c.cells)} cells, {c.layers} layers, "
                    f"{c.n_seq} seq, K {c.type_k} {c.k_mib:.2f} MiB, V {c.type_v} {c.v_mib:.2f} MiB)")
@@ -85,8 +87,8 @@ def render_matrix(result: MatrixResult, fmt: str = "text") -> str:
         return table(result.cells, MATRIX_FIELDS, fmt)
     bad = [line for cell in result.cells for line in cell.mismatches]
     n_bad = sum(not c.ok for c in result.cells)
-    out = [f"{result.model}: {len(result.cells)} cells, {len(result.cells) - n_bad} match, {n_bad} differ "
-           f"({result.seconds:.1f} s; {result.gguf}, {result.file_bytes / 2**20:.1f} MiB, "
+    out = [f"{shown_path(result.model)}: {len(result.cells)} cells, {len(result.cells) - n_bad} match, "
+           f"{n_bad} differ ({result.seconds:.1f} s; {shown_path(result.gguf)}, {result.file_bytes / 2**20:.1f} MiB, "
            f"{result.disk_bytes / 2**20:.1f} MiB on disk)"]
     out += ["  MISMATCH " + line for line in bad]
     return "\n".join(out)

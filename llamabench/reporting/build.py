@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..core.errors import LlamabenchError
+from ..core.safe_text import shown_path
 from ..core.units import MIB
 from ..jobs.fit.search import PlacementKind
 from ..memory import speed
@@ -206,8 +207,8 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
     plot_names = {p.stem for p in written}
     lines = [f"# {name}: KV efficiency report", "",
              f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')} by llamabench from "
-             + ", ".join(f"`{s}`" for s in sources) + ". Nothing was run to write it: every number comes from "
-             "the records in those files, and each says whether it is computed from the GGUF (theory) or "
+             + ", ".join(f"`{shown_path(s)}`" for s in sources) + ". Nothing was run to write it: every number "
+             "comes from the records in those files, and each says whether it is computed from the GGUF (theory) or "
              "measured (llama.cpp's allocation lines, timed runs).", "",
              "## Layer layout", "", _layout_md(inspection), "", records[0]["kv_bytes_basis"] + ".", "",
              f"Trained context: {inspection.geometry.n_ctx_train:,} tokens"

@@ -142,11 +142,17 @@ def write_atomically(path: str | os.PathLike, data: bytes | str, what: str = "ou
     def write(tmp: Path) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)  # never through a planted link
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            f.write(utf8(data) if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
 
     return write_with(path, write, what)
+
+
+def utf8(text: str) -> bytes:
+    """A text file's bytes: UTF-8 always; a lone surrogate (a non-UTF-8 byte of a path that reached the text)
+    written as its \\udcNN escape instead of failing the write."""
+    return text.encode("utf-8", "backslashreplace")
 
 
 def write_with(path: str | os.PathLike, write, what: str = "output") -> Path:

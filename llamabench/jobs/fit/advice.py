@@ -7,6 +7,7 @@ row's parameters, the same ones `fit --verify` creates.
 from __future__ import annotations
 
 from ...core.cache_types import ggml_type_id
+from ...core.safe_text import python_str, shell_word
 from ...memory.runtimes import PYTHON_N_UBATCH
 from ...memory.speculative import spec_flags, uses_draft_model
 from ...settings.params import Params
@@ -46,7 +47,8 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
     s, p = row.settings, row.placement
     every = str(max(99, result.n_layer_all + 1))  # all layers, the output layer too, for any depth of model
     ngl = {PlacementKind.ALL: every, PlacementKind.N_CPU_MOE: every, PlacementKind.RAM: "0"}.get(p.kind, str(p.value))
-    cmd = f"llama-server -m {result.model_hint} -c {s.n_ctx} -ngl {ngl} -fa {'on' if s.flash_attn else 'off'}"
+    cmd = (f"llama-server -m {shell_word(result.model_hint)} -c {s.n_ctx} -ngl {ngl} "
+           f"-fa {'on' if s.flash_attn else 'off'}")
     cmd += f" -ctk {s.type_k} -ctv {s.type_v}"
     if s.n_batch != Params.n_batch:
         cmd += f" -b {s.n_batch}"
@@ -56,11 +58,16 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
         cmd += f" --n-cpu-moe {p.value}"
     if len(p.split) > 1 and any(p.split):
         cmd += " -ts " + ",".join(map(str, p.split))
-    draft = ("-md", result.draft_hint) if uses_draft_model(s.spec_type) and result.draft_hint else ()
+    draft = ("-md", _draft_words(result.draft_hint)) if uses_draft_model(s.spec_type) and result.draft_hint else ()
     # -devd after --rpc, which registers the devices it names (llama.cpp reads the flags in order)
     devd = ("-devd", result.draft_devices) if draft and result.draft_devices else ()
-    return " ".join([cmd, *draft, *spec_flags(s), *result.server_args, *devd])
+    return " ".join([cmd, *draft, *spec_flags(s), *map(shell_word, result.server_args), *devd])
 
+
+def _draft_words(hint: str) -> str:
+    """-md's value as shell words: the draft file quoted, the " -ngld N" the hint may end with kept as flags."""
+    path, ngld, layers = hint.rpartition(" -ngld ")
+    return shell_word(path) + ngld + layers if ngld and layers.isdigit() else shell_word(hint)
 
 
 def run_line(result: FitResult, row: FitRow) -> str:
@@ -84,6 +91,6 @@ def python_call(result: FitResult, row: FitRow) -> str:
     if "-sm" in result.server_args:  # -sm none -mg N
         batch += f", split_mode=0, main_gpu={result.server_args[result.server_args.index('-mg') + 1]}"
 
-    return (f'llama_cpp.Llama(model_path="{result.model_hint}", n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
+    return (f'llama_cpp.Llama(model_path={python_str(result.model_hint)}, n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
             f"flash_attn={s.flash_attn}, type_k={ggml_type_id(s.type_k)}, type_v={ggml_type_id(s.type_v)}{batch}, "
             f"swa_full=False)")

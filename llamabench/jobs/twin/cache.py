@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from ...core.errors import UntrustedCache
+from ...core.safe_text import escaped
 from ...llama import user_model
 from ...model import architectures
 from ...model.metadata import ModelMetadata
@@ -55,8 +56,8 @@ def cached_file(kind_folder: str, meta: ModelMetadata, label: str, extra_files: 
                 write(meta, fallback)
         except (OSError, OutputError):
             raise exc from None
-        print(f"llamabench: warning: {exc}; wrote it to {fallback.parent} for this run instead (set "
-              f"{CACHE_ENV} to a writable folder to keep it)", file=sys.stderr)
+        print(escaped(f"llamabench: warning: {exc}; wrote it to {fallback.parent} for this run instead (set "
+                      f"{CACHE_ENV} to a writable folder to keep it)"), file=sys.stderr)  # one line
         return fallback
     return path
 
