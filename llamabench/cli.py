@@ -131,6 +131,8 @@ def _main(argv: list[str] | None, ended: _Ended) -> int:
         except UsageError as exc:
             parser.error(f"{args.command}: {exc}")
         code = args.run(args)
+        if code == 128 + signal.SIGINT and ended.signum != signal.SIGINT:
+            code = 128 + int(ended.signum)  # a command that kept its results on SIGTERM / SIGHUP: 143 / 129
         sys.stdout.flush()  # a full or closed stdout fails here, inside the handlers, not at exit
         return code
     except LlamabenchError as exc:

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import Callable
 
 from ..core.safe_text import escaped
+from ..core.serial import finite
 from ..settings.params import OutputFormat
 
 
 def warn(message: str) -> None:
     print(escaped(f"llamabench: warning: {message}"), file=sys.stderr)  # one line, control characters escaped
-
-
-def finite(value):
-    """JSON has no Infinity or NaN (json.dumps would write them, and strict readers refuse the line): null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
 
 
 def show(result, fmt: OutputFormat, render: Callable[..., str]) -> None:

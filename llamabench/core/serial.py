@@ -82,7 +82,22 @@ def _float(value, _=None) -> float:
 
 
 def _float_or_infinity(value, _=None) -> float:
-    return value if isinstance(value, float) and value == math.inf else _float(value)
+    """+Infinity, stored as null (JSON has no Infinity: `finite` writes it so), or a finite number."""
+    if value is None or (isinstance(value, float) and value == math.inf):
+        return math.inf
+    return _float(value)
+
+
+def finite(value):
+    """JSON has no Infinity or NaN (json.dumps would write them, and strict readers such as jq refuse the line):
+    null in their place, throughout dicts, lists and tuples."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
 
 
 def _str(value, _=None) -> str:

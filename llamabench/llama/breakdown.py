@@ -28,6 +28,7 @@ from ..memory.allocations import BufferBytes
 from ..world.paths import shim_dir
 from ..world.private import private_folder, trusted_file, write_private
 from ..world.versions import LLAMA_CPP_PYTHON_VERSION
+from .process import die_with_parent
 
 SOURCE = Path(__file__).with_name("breakdown.cpp")
 LIBRARY_NAME = "libllamabench_breakdown.so"
@@ -97,7 +98,9 @@ def build() -> Path:
     argv = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", str(SOURCE), "-o", str(partial),
             f"-L{lib}", f"-l:{libllama.name}", "-lggml-base", f"-Wl,-rpath,{lib}"]
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+        parent = os.getpid()  # the compiler dies with the tool, even by SIGKILL (it lives seconds after at most)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
+                              preexec_fn=lambda: die_with_parent(parent))
         if done.returncode != 0:
             said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
             reason = f"the memory-breakdown shim did not compile: {said}"

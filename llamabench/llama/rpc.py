@@ -9,6 +9,7 @@ its pid when done, also on failure (it may ignore SIGTERM: SIGKILL follows a sho
 from __future__ import annotations
 
 import ctypes
+import ipaddress
 import resource
 import socket
 import subprocess
@@ -126,14 +127,15 @@ MEMORY_QUERY_HEAP = 1024**3  # the memory query's heap: a host claiming 2^32 dev
 
 
 def distinct_servers(endpoints: tuple[str, ...]) -> None:
-    """One EngineError where two endpoints name one server (localhost:P and 127.0.0.1:P): llama.cpp would open it
-    twice and wait on itself."""
+    """One EngineError where two endpoints name one server (localhost:P and 127.0.0.1:P, or 0.0.0.0:P, or this
+    machine's own address): llama.cpp would open it twice and wait on itself."""
     seen: dict[tuple, str] = {}
+    here = _this_machine()
     for endpoint in endpoints:
         host, port = endpoint.rsplit(":", 1)
         try:
             infos = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)
-            addresses = {info[4][:2] for info in infos}
+            addresses = {_same_host(info[4][0], here) + (int(port),) for info in infos}
         except OSError:
             continue  # not resolvable: reachable() says so in its own words
         for address in addresses:
@@ -141,6 +143,24 @@ def distinct_servers(endpoints: tuple[str, ...]) -> None:
                 raise EngineError(f"--rpc {seen[address]} and {endpoint} name one server ({address[0]} port "
                                   f"{address[1]}): give each server once")
             seen[address] = endpoint
+
+
+def _this_machine() -> set[str]:
+    """This machine's own addresses, as its name resolves (a server bound to 0.0.0.0 answers on each)."""
+    try:
+        return {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)}
+    except OSError:
+        return set()
+
+
+def _same_host(address: str, here: set[str]) -> tuple[str]:
+    """('this machine',) for a loopback, unspecified (0.0.0.0, ::) or own address; else the address itself."""
+    try:
+        ip = ipaddress.ip_address(address.split("%")[0])
+    except ValueError:
+        return (address,)
+    local = ip.is_loopback or ip.is_unspecified or address in here
+    return ("this machine",) if local else (str(ip),)
 
 
 def reachable(endpoint: str, timeout_s: float = 5.0) -> str | None:
@@ -155,13 +175,13 @@ def reachable(endpoint: str, timeout_s: float = 5.0) -> str | None:
         return exc.strerror or str(exc)
 
 
-MEMORY_QUERY_TIMEOUT_S = 30.0  # a hello and two short answers; LLAMABENCH_RPC_TIMEOUT below it shortens it
+MEMORY_QUERY_TIMEOUT_S = 30.0  # a hello and two short answers; LLAMABENCH_RPC_TIMEOUT, where set, replaces it
 
 
 def remote_memory(endpoint: str, timeout_s: float | None = None) -> tuple[int, int]:
     """(free, total) bytes a remote ggml-rpc-server reports; a host that cannot be reached, or does not answer
     within the deadline, is one EngineError."""
-    timeout_s = timeout_s or min(MEMORY_QUERY_TIMEOUT_S, rpc_timeout())
+    timeout_s = timeout_s or rpc_timeout(MEMORY_QUERY_TIMEOUT_S)
     if not available():
         raise EngineError("--rpc needs llama.cpp's RPC backend: reinstall llama-cpp-python with "
                           "CMAKE_ARGS=-DGGML_RPC=on (make install does)")
@@ -176,7 +196,10 @@ def remote_memory(endpoint: str, timeout_s: float | None = None) -> tuple[int, i
                           f"accepts and never answers; {RPC_TIMEOUT_ENV} sets the limit)") from None
     words = done.stdout.split()
     if done.returncode != 0 or len(words) != 3 or not all(w.isdigit() for w in words):
-        tail = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        tail = (done.stderr.strip().splitlines() or ["no message"])[-1].strip()
+        if "bad_alloc" in tail:  # the heap bound met: registering the devices the host claims (2^32 of them)
+            raise EngineError(f"--rpc {endpoint}: the server claims more devices than a ggml-rpc-server has (the "
+                              f"memory query ran out of its {MEMORY_QUERY_HEAP // 2**30} GiB heap)")
         raise EngineError(f"--rpc {endpoint}: not a ggml-rpc-server this llama.cpp can talk to ({tail})")
     free, total, count = (int(w) for w in words)
     if total == 0:
@@ -184,6 +207,8 @@ def remote_memory(endpoint: str, timeout_s: float | None = None) -> tuple[int, i
     if total > MAX_DEVICE_BYTES or free > total:
         raise EngineError(f"--rpc {endpoint}: the server reports {free:,} B free of {total:,} B: not a device's "
                           "memory (free above total, or more than a PiB)")
+    if count < 1:
+        raise EngineError(f"--rpc {endpoint}: the server offers no device (start ggml-rpc-server with -d DEVICE)")
     if count > 1:
         raise EngineError(f"--rpc {endpoint}: the server offers {count} devices; llamabench plans one card per server "
                           "(start one ggml-rpc-server per card, each with its own -d DEVICE)")

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 from ..core.errors import EngineError, UsageError
 from ..memory.speculative import spec_flags
 from ..settings.params import Params
+from ..settings.values import GGML_MAX_N_THREADS
 from ..world.versions import LLAMA_CPP_PYTHON_VERSION
 from .process import die_with_parent, stop_group
 from .rpc import free_port
@@ -84,6 +85,7 @@ def command_argv(command: str, binary: Path, *, model: str, repack: bool = True)
     if any(a in HOST_FLAGS for a in argv):
         raise UsageError("--server-cmd: leave out --host and --port (the bench starts it on a free port of "
                          "127.0.0.1); to bench a server that runs already, give --url")
+    _check_threads(argv)
     program = argv[0] if argv[0] != "llama-server" else str(binary)
     rest = argv[1:]
     if "-m" not in rest and "--model" not in rest:
@@ -91,6 +93,24 @@ def command_argv(command: str, binary: Path, *, model: str, repack: bool = True)
     if not repack and "-nr" not in rest and "--no-repack" not in rest:
         rest.append("-nr")
     return [program, *rest]
+
+
+THREAD_FLAGS = ("-t", "--threads", "-tb", "--threads-batch", "-td", "--threads-draft", "-tbd",
+                "--threads-batch-draft")
+
+
+def _check_threads(argv: list[str]) -> None:
+    """llama-server's thread counts as llama.cpp's int32 takes them: up to GGML_MAX_N_THREADS (beyond it the
+    server crashes), or 0 and below for its default."""
+    for flag, value in zip(argv, argv[1:]):
+        if flag in THREAD_FLAGS:
+            try:
+                n = int(value)
+            except ValueError:
+                raise UsageError(f"--server-cmd: {flag} {value[:40]!r} is not a number of threads") from None
+            if n > GGML_MAX_N_THREADS:
+                raise UsageError(f"--server-cmd: {flag} {n}: ggml runs at most {GGML_MAX_N_THREADS} threads "
+                                 "(GGML_MAX_N_THREADS)")
 
 
 @dataclass
@@ -155,15 +175,31 @@ def _connection(url: str, timeout_s: float) -> tuple[http.client.HTTPConnection,
     return cls(parts.hostname, parts.port, timeout=timeout_s), parts.path.rstrip("/")
 
 
+MAX_ANSWER = 16 * 2**20  # /props and /v1/models answer a few KiB; more is not llama-server
+MAX_EVENT = 2**20  # one streamed event of /completion: a token, its text, at the end the timings
+MAX_STREAM = 64 * 2**20  # a whole /completion stream (n_predict events, each well under 4 KiB)
+
+
 def get(url: str, path: str, *, timeout_s: float = 30.0) -> dict:
+    """A JSON object from llama-server; EngineError for anything else (an HTTP error, not JSON, not an object)."""
     conn, base = _connection(url, timeout_s)
     try:
         conn.request("GET", base + path)
         response = conn.getresponse()
-        body = response.read()
+        body = response.read(MAX_ANSWER + 1)
         if response.status != 200:
             raise EngineError(f"llama-server {path}: HTTP {response.status}: {body[:300]!r}")
-        return json.loads(body)
+        if len(body) > MAX_ANSWER:
+            raise EngineError(f"llama-server {path}: an answer over {MAX_ANSWER // 2**20} MiB: not llama-server")
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            raise EngineError(f"llama-server {path}: not JSON ({body[:60]!r}): is this llama-server?") from None
+        if not isinstance(answer, dict):
+            raise EngineError(f"llama-server {path}: not a JSON object: is this llama-server?")
+        return answer
+    except http.client.HTTPException as exc:
+        raise EngineError(f"llama-server {path}: {type(exc).__name__}: {str(exc)[:200]}") from None
     finally:
         conn.close()
 
@@ -185,10 +221,17 @@ def info(url: str) -> ServerInfo:
     try:
         models = get(url, "/v1/models").get("data") or []
         n_vocab = int((models[0].get("meta") or {}).get("n_vocab", 0)) if models else 0
-    except (EngineError, OSError, ValueError):
+    except (EngineError, OSError, ValueError, TypeError, AttributeError, KeyError, IndexError):
         pass
-    return ServerInfo(int(props.get("total_slots", 1)), int(settings.get("n_ctx", 0)), n_vocab,
-                      str(props.get("model_path", "")))
+    try:
+        slots, n_ctx = int(props.get("total_slots", 1)), int(settings.get("n_ctx", 0))
+    except (TypeError, ValueError, AttributeError, OverflowError):
+        raise EngineError("llama-server /props: total_slots or n_ctx is not a number: is this llama-server?") \
+            from None
+    if not (0 < slots <= 4096 and 0 <= n_ctx < 2**32 and 0 <= n_vocab < 2**31):
+        raise EngineError(f"llama-server /props: {slots} slots of {n_ctx} tokens, {n_vocab} in the vocabulary: "
+                          "not what a llama-server answers")
+    return ServerInfo(slots, n_ctx, n_vocab, str(props.get("model_path", "")))
 
 
 @dataclass
@@ -216,19 +259,29 @@ def complete(url: str, body: dict, *, timeout_s: float = 3600.0) -> Answer:
         if response.status != 200:
             answer.error = f"HTTP {response.status}: {response.read()[:300]!r}"
             return answer
-        for line in response:
+        read = 0
+        while line := response.readline(MAX_EVENT + 1):
             now = time.perf_counter_ns()
+            read += len(line)
+            if len(line) > MAX_EVENT or read > MAX_STREAM:
+                raise ValueError(f"an event over {MAX_EVENT // 2**20} MiB, or a stream over {MAX_STREAM // 2**20} MiB: "
+                                 "not llama-server")
+            if answer.n_streamed > body.get("n_predict", 0) + 16:
+                raise ValueError(f"{answer.n_streamed} tokens streamed for n_predict {body.get('n_predict')}: "
+                                 "not llama-server")
             if not line.startswith(b"data:"):
                 continue
             text = line[5:].strip()
             if not text or text == b"[DONE]":
                 continue
             event = json.loads(text)
+            if not isinstance(event, dict):
+                raise ValueError(f"an event that is not a JSON object: {text[:60]!r}")
             if event.get("tokens") or event.get("content"):
                 answer.first_ns = answer.first_ns or now
                 answer.last_ns = now
                 answer.n_streamed += 1
-            if "timings" in event:
+            if isinstance(event.get("timings"), dict):
                 answer.timings = event["timings"]
             if "error" in event:
                 answer.error = str(event["error"])[:300]

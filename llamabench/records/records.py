@@ -17,6 +17,7 @@ fails is a broken record, an error naming its line.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -25,7 +26,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..core import serial, stats
-from ..core.safe_text import escaped_tree
+from ..core.errors import LlamabenchError
+from ..core.safe_text import escaped, escaped_tree
 from ..core.units import MIB
 from ..jobs.bench.measure import Measurement, Memory, Roofline, ServerBench
 from ..jobs.fit.advice import run_line
@@ -194,6 +196,8 @@ class FitRecord(Record):
 
     @classmethod
     def from_dict(cls, data: dict):
+        if not isinstance(data, dict):
+            return super().from_dict(data)  # ShapeError: a record is a JSON object
         rows = data.get("fit", {}).get("rows") if isinstance(data.get("fit"), dict) else None
         if isinstance(rows, list):
             defaults = {name: serial.to_dict(Params())[name] for name in cls.PLACED}
@@ -303,8 +307,10 @@ class BenchRecord(Record):
         rf = self.roofline
         if rf and (rf.full_gqa_bytes_per_token is None) != (rf.full_gqa_attention_flops is None):
             return "roofline: full_gqa_bytes_per_token and full_gqa_attention_flops go together"
-        if (self.server is not None) != (self.runtime == "llama-server"):
-            return f"runtime {self.runtime!r} with{'' if self.server else 'out'} a llama-server block"
+        if self.server is not None and self.runtime != "llama-server":
+            return f"runtime {self.runtime!r} with a llama-server block"
+        if self.server is None and self.runtime == "llama-server" and self.ok:  # a failed test may have timed none
+            return "runtime 'llama-server' measured without a llama-server block"
         return None
 
     @property
@@ -451,6 +457,10 @@ def _wrong_number(value: int | float, path: str, qualified: str) -> str | None:
     return None
 
 
+class RecordRefused(LlamabenchError):
+    """A record that its own reader would refuse: never written."""
+
+
 RECORD_TYPES: dict[str, type[Record]] = {t.kind.schema: t for t in (InspectRecord, VerifyRecord, FitRecord,
                                                                        BenchRecord, RooflineRecord)}
 KIND_BY_NAME = {k.value: k for k in RecordKind}
@@ -513,7 +523,14 @@ def read_records(path: Path) -> ReadResult:
 
 
 def append(path: Path, record: Record) -> Record:
-    """Stamp the record with this machine and versions (where it has none) and append it; returns what was written."""
+    """Stamp the record with this machine and versions (where it has none) and append it; returns what was written.
+    A record that would not read back (a number out of range, a contradiction) is refused before it is written:
+    RecordRefused, and the file stays readable."""
     record = record.stamped()
-    jsonl.append_line(Path(path), record.to_dict())
+    stored = serial.finite(record.to_dict())
+    try:
+        type(record).from_dict(json.loads(json.dumps(stored, default=str)))
+    except serial.ShapeError as exc:
+        raise RecordRefused(f"not written to {escaped(str(path))}: the record would not read back ({exc})") from None
+    jsonl.append_line(Path(path), stored)
     return record

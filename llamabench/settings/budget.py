@@ -89,6 +89,8 @@ def budget(text) -> Budget:
                          hint="write a size (24GiB) or a card name: " + ", ".join(c.id for c in CARDS))
     if value <= 0:
         raise UsageError(f"'{text}' must be positive")
+    if value < 1:
+        raise UsageError(f"'{text}' is less than a byte: give a size, e.g. 512MiB")
     if value > MAX_SIZE:
         raise UsageError(f"'{text}' is larger than any machine")
     return Budget(label, int(value))

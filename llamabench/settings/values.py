@@ -147,6 +147,9 @@ SPLIT_MODES_REFUSED = {
 }
 
 
+MIN_PROPORTION = 1e-30  # above float32's smallest normal (1.18e-38): the split is computed in float32
+
+
 def tensor_split(text) -> tuple[float, ...]:
     """-ts as llama.cpp reads it: proportions separated by , or / (3,1 or 3/1); at least one above 0."""
     if isinstance(text, (list, tuple)):
@@ -163,6 +166,8 @@ def tensor_split(text) -> tuple[float, ...]:
         raise UsageError(f"'{text}' is not a tensor split (write proportions, e.g. 3,1)") from None
     if any(not 0 <= v < 1e9 for v in values) or not any(values):
         raise UsageError(f"'{text}': proportions are numbers from 0 up, at least one above 0")
+    if any(0 < v < MIN_PROPORTION for v in values):  # std::stof, as llama.cpp reads -ts, throws on an underflow
+        raise UsageError(f"'{text}': a proportion above 0 but below {MIN_PROPORTION:g} is not a float llama.cpp reads")
     return values
 
 

@@ -295,6 +295,7 @@ def read_metadata(path: str | os.PathLike, part: Callable[[int, int], Path] | No
         raise BadModelFile(f"{path}: part {split_no + 1} of a split set: give the first part")
     locate = part or (lambda index, n: sibling_part(Path(path), index, n))
     tensors, total = list(meta.tensors), meta.file_bytes
+    keys, entries = len(meta.keys), _array_entries(meta.keys)
     expected_count = meta.keys.get("split.tensors.count")
     if isinstance(expected_count, int) and expected_count > MAX_TENSORS:
         raise BadModelFile(f"{path}: split.tensors.count {expected_count:,}: more than {MAX_TENSORS:,} tensors in one "
@@ -306,6 +307,11 @@ def read_metadata(path: str | os.PathLike, part: Callable[[int, int], Path] | No
         part_meta = _read_one(Path(part_path), need_architecture=False)
         tensors += [replace(t, part=index - 1) for t in part_meta.tensors]
         total += part_meta.file_bytes
+        keys, entries = keys + len(part_meta.keys), entries + _array_entries(part_meta.keys)
+        if keys > MAX_KEYS or entries > MAX_DECODED_ENTRIES:  # the set's bounds, as the tensors' below
+            raise BadModelFile(f"{path}: the split set holds more than {MAX_KEYS:,} metadata keys or "
+                               f"{MAX_DECODED_ENTRIES:,} array entries by part {index} of {count} (real models hold "
+                               "far fewer)")
         if len(tensors) > MAX_TENSORS:  # the bound is the set's, not each part's: stop before reading more parts
             raise BadModelFile(f"{path}: the split set holds more than {MAX_TENSORS:,} tensors by part {index} of "
                                f"{count} (real models hold far fewer)")
@@ -314,6 +320,11 @@ def read_metadata(path: str | os.PathLike, part: Callable[[int, int], Path] | No
         raise BadModelFile(f"{path}: the split set holds {len(tensors)} tensors, split.tensors.count says {expected}")
     # offsets are per part: llama.cpp maps each part's span of host tensors apart (weights.host_mapped)
     return replace(meta, tensors=tuple(tensors), file_bytes=total)
+
+
+def _array_entries(keys: dict) -> int:
+    """The entries of the decoded metadata arrays (those long arrays that stay undecoded count nothing)."""
+    return sum(len(v) for v in keys.values() if isinstance(v, (list, tuple)))
 
 
 def _read_one(path: Path, *, need_architecture: bool = True) -> ModelMetadata:

@@ -13,8 +13,10 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 
 from ..core.safe_text import escaped
+from .paths import HTTP_TIMEOUT_ENV, http_timeout
 from .remote import RemoteError
 
 DEFAULT_TAGS = ("Q4_K_M", "Q8_0")
@@ -62,20 +64,48 @@ def best_model_file(files: list[str], tag: str) -> str | None:
     return None
 
 
-def repo_files(repo: str, revision: str | None, shown: str) -> list[str]:
-    from huggingface_hub import HfApi, get_token
+MAX_LISTED = 100_000  # files of one repository: more is not a model repository, and the listing would not end
 
+
+def repo_files(repo: str, revision: str | None, shown: str) -> list[str]:
+    """The repository's files, listed within the HTTP deadline (LLAMABENCH_HTTP_TIMEOUT, the whole listing):
+    huggingface_hub waits for ever on a server that stalls, so the listing runs in a thread the tool leaves."""
     hub_log = logging.getLogger("huggingface_hub")
     level = hub_log.level
     hub_log.setLevel(logging.CRITICAL)  # its retry warnings would make a second line: the error says it once
+    outcome: dict = {}
+    worker = threading.Thread(target=_list_into, args=(outcome, repo, revision), daemon=True)
+    deadline_s = http_timeout()
     try:
-        api = HfApi(endpoint=(os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None, token=get_token())
-        return list(api.list_repo_files(repo, revision=revision or None))
-    except Exception as exc:  # huggingface_hub's and requests' errors alike: one line
-        why = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
-        raise RemoteError(f"{shown}: the repository's files could not be listed ({escaped(why)})") from None
+        worker.start()
+        worker.join(deadline_s)
     finally:
         hub_log.setLevel(level)
+    if worker.is_alive():
+        raise RemoteError(f"{shown}: the repository's files were not listed in {deadline_s:g} s (a server that "
+                          f"stalls? {HTTP_TIMEOUT_ENV} sets the limit)")
+    if "error" in outcome:
+        exc = outcome["error"]
+        why = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+        raise RemoteError(f"{shown}: the repository's files could not be listed ({escaped(why)})")
+    return outcome["files"]
+
+
+def _list_into(outcome: dict, repo: str, revision: str | None) -> None:
+    try:
+        from huggingface_hub import HfApi, get_token
+        from huggingface_hub.hf_api import RepoFile
+
+        api = HfApi(endpoint=(os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None, token=get_token())
+        files = []
+        for entry in api.list_repo_tree(repo, revision=revision or None, recursive=True):  # page by page
+            if isinstance(entry, RepoFile):
+                files.append(entry.rfilename)
+            if len(files) > MAX_LISTED:
+                raise ValueError(f"more than {MAX_LISTED:,} files: not a model repository")
+        outcome["files"] = files
+    except Exception as exc:  # huggingface_hub's and requests' errors alike: one line
+        outcome["error"] = exc
 
 
 def expand(model: str) -> str:

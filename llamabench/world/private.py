@@ -69,14 +69,17 @@ def trusted_file(path: Path) -> bool:
     return True
 
 
-def write_private(path: Path, data: bytes | str) -> None:
-    """Write a cache file whole: a fresh name in its (private) folder, then renamed over the old one."""
+def write_private(path: Path, data: bytes | str, *, size: int | None = None) -> None:
+    """Write a cache file whole: a fresh name in its (private) folder, then renamed over the old one. `size` makes
+    it that long, the rest a hole (a remote GGUF's sparse copy: its header, then no tensor data)."""
     folder = private_folder(Path(path).parent)
     tmp = folder / f".{Path(path).name}.{os.getpid()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as out:
             out.write(data.encode() if isinstance(data, str) else data)
+            if size is not None:
+                out.truncate(size)
         os.replace(tmp, path)  # replaces a link planted at `path`; never writes through it
     finally:
         if os.path.lexists(tmp):

@@ -31,6 +31,7 @@ from ..core.safe_text import escaped
 from ..model.split_name import split_path, split_prefix
 from .gguf_file import BadHeader, NeedMore, parse_header
 from .paths import http_low_speed, http_timeout
+from .private import private_folder, trusted_file, write_private
 
 FIRST_RANGE = 1 << 20  # 1 MiB, doubled until the header and tensor infos are in
 MAX_HEADER = 1 << 30  # a GGUF whose header and tensor infos exceed 1 GiB is not one llamabench reads
@@ -416,9 +417,13 @@ def _local_path(cache: Path, shown: str) -> Path:
 
 
 def _cached(local: Path, shown: str, answer: _Answer) -> Fetched | None:
+    """The cached copy where its metadata names this URL, version and size. Only the user's own regular files in
+    the user's own folders count: a planted link, FIFO or file of another user is refused (UntrustedCache)."""
     meta = local.with_name(local.name + ".json")
     etag = answer.version[0]
-    if not (etag and local.exists() and meta.exists()):
+    private_folder(local.parent.parent)  # <cache>/remote
+    private_folder(local.parent)
+    if not (etag and trusted_file(local) and trusted_file(meta)):
         return None
     try:
         stored = json.loads(meta.read_text())
@@ -456,22 +461,14 @@ def _read_header(reader: _Reader, first: _Answer, show: bool) -> tuple[bytearray
 
 
 def _keep(local: Path, shown: str, data: bytearray, end: int, answer: _Answer) -> None:
-    """The sparse copy and its metadata (URL as shown: no password, no query string), written atomically."""
+    """The sparse copy and its metadata (URL as shown: no password, no query string), each written under a fresh
+    private name then renamed over (world.private): a link planted at either name is replaced, never followed."""
     meta = local.with_name(local.name + ".json")
-    tmp = local.with_name(f"{local.name}.{os.getpid()}.part")
-    tmp_meta = meta.with_name(f"{meta.name}.{os.getpid()}.part")
     try:
-        local.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            f.write(data[:end])
-            f.truncate(max(answer.total, end))  # the tensor data stays a hole: nothing reads it
-        os.replace(tmp, local)
-        tmp_meta.write_text(json.dumps({"url": shown, "etag": answer.version[0], "fetched_bytes": len(data),
+        write_private(local, bytes(data[:end]), size=max(answer.total, end))  # tensor data: a hole nothing reads
+        write_private(meta, json.dumps({"url": shown, "etag": answer.version[0], "fetched_bytes": len(data),
                                         "total_bytes": answer.total}))
-        os.replace(tmp_meta, meta)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        tmp_meta.unlink(missing_ok=True)
         raise RemoteError(f"{shown}: cannot keep its header in the cache {local.parent} "
                           f"({exc.strerror or type(exc).__name__})") from None
 

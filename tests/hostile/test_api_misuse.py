@@ -56,6 +56,24 @@ def test_from_dict_of_garbage_is_a_llamabench_error():
     from llamabench.records.records import from_dict
     with pytest.raises(lb.LlamabenchError):
         from_dict({"schema": "llamabench/fit-record/2", "fit": 7})
+    for record_type in (lb.FitRecord, lb.BenchRecord, lb.InspectRecord, lb.VerifyRecord, lb.RooflineRecord):
+        for garbage in (None, [], "x", 7):
+            with pytest.raises(lb.LlamabenchError):
+                record_type.from_dict(garbage)
+
+
+def test_a_record_that_would_not_read_back_is_never_written(tmp_path):
+    """Whatever door a senseless number comes through, the results file stays readable: append refuses it."""
+    from dataclasses import replace
+
+    from llamabench.records.records import RecordRefused, append, read_records
+    from tests.pure.test_records import bench_record
+
+    path = tmp_path / "r.jsonl"
+    good = append(path, bench_record())
+    with pytest.raises(RecordRefused, match="would not read back"):
+        append(path, replace(bench_record(), samples_ns=(-5,)))
+    assert read_records(path).records == (good,)
 
 
 def run(capsys, argv):
@@ -73,15 +91,27 @@ def test_roofline_json_has_no_infinity(capsys):
     assert code == 0 and "Infinity" not in out and "NaN" not in out  # a bandwidth alone: no compute bound
 
 
+def test_a_results_file_holds_no_infinity_and_reads_back(tmp_path):
+    from llamabench.records.records import read_records
+
+    path = tmp_path / "r.jsonl"
+    lb.roofline("qwen3-5-35b-a3b", bandwidth=900, n_ctx=8192, results=path)
+    text = path.read_text()
+    assert "Infinity" not in text and "NaN" not in text
+    (record,) = read_records(path).records
+    assert record.speed_model.compute == float("inf")  # null reads back as the unbounded compute it stands for
+
+
 @pytest.mark.parametrize("threads", ["2147483648", "4294967295", "513"])
 def test_threads_past_ggmls_limit_are_refused_before_a_child_crashes(capsys, threads):
     code, _, err = run(capsys, ["bench", "qwen3-30b-a3b", "-t", threads, "--dry-run"])
     assert code == 2 and "GGML_MAX_N_THREADS" in err
 
 
-@pytest.mark.parametrize("extra", [["--vram", "24GiB"], ["--reserve", "1GiB"]])
+@pytest.mark.parametrize("extra", [["--vram", "24GiB"], ["--reserve", "1GiB"], ["-ts", "1"], ["-sm", "none"],
+                                   ["-mg", "1"], ["-md", "qwen3-5-35b-a3b", "-ngld", "5"]])
 def test_cpu_only_refuses_card_options_it_would_ignore(capsys, extra):
-    code, _, err = run(capsys, ["fit", "qwen3-5-35b-a3b", "--cpu-only", "--ram", "64GiB", *extra])
+    code, _, err = run(capsys, ["fit", "qwen3-5-35b-a3b", "--cpu-only", "--ram", "64GiB", "-c", "8192", *extra])
     assert code == 2 and "--cpu-only uses no card" in err
 
 
@@ -96,3 +126,15 @@ def test_a_path_that_is_not_utf8_is_one_line(capsys, tmp_path):
     path.write_text("x")
     code, _, err = run(capsys, ["report", str(path)])
     assert code == 1 and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("split", ["nan,1", "inf,1", "1e-50,1e-50", "1e-50,0", "-1,2", "0,0"])
+def test_a_split_llama_cpp_would_not_read_is_refused(capsys, split):
+    code, _, err = run(capsys, ["fit", "qwen3-5-35b-a3b", "--vram", "24GiB+24GiB", "-ts", split, "-c", "8192"])
+    assert code == 2 and "-ts" in err
+
+
+@pytest.mark.parametrize("size", ["0.0000000001", "0", "-1GiB", "nan", "inf"])
+def test_a_card_of_no_size_is_refused(capsys, size):
+    code, _, err = run(capsys, ["fit", "qwen3-5-35b-a3b", "--vram", size, "-c", "8192"])
+    assert code == 2 and "--vram" in err

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -355,6 +357,23 @@ def test_the_tensor_bound_is_the_split_sets_not_each_parts(tmp_path, monkeypatch
     assert len(read) <= 3
 
 
+def test_the_key_and_array_bounds_are_the_split_sets_too(tmp_path, monkeypatch):
+    """Parts of few tensors but many keys or long arrays each: the set's keys and entries are bounded as a whole."""
+    from llamabench.core.errors import BadModelFile
+    from llamabench.world import gguf_file
+
+    twin = write_twin(catalog.get_entry("qwen3-30b-a3b").metadata, tmp_path / "t.gguf").path
+    parts = write_split(twin, tmp_path, 3)
+    keys = sum(len(gguf_file._read_one(p, need_architecture=False).keys) for p in parts)
+    for name, bound in (("MAX_KEYS", keys - 1), ("MAX_DECODED_ENTRIES", 10_000 * len(parts) - 1)):
+        with monkeypatch.context() as patched:
+            patched.setattr(gguf_file, name, bound)  # each part is within it; the set is not
+            if name == "MAX_DECODED_ENTRIES":  # 10,000 decoded entries a part (each file alone decodes fewer)
+                patched.setattr(gguf_file, "_array_entries", lambda keys: 10_000 if "split.no" in keys else 0)
+            with pytest.raises(BadModelFile, match="metadata keys or"):
+                gguf_file.read_metadata(parts[0])
+
+
 @pytest.mark.parametrize("mode", ["trickle-status", "trickle-head", "trickle-body"])
 def test_a_trickling_server_fails_on_the_low_speed_limit_before_the_deadline(served, capsys, monkeypatch, tmp_path,
                                                                               mode):
@@ -395,6 +414,23 @@ def test_hf_repo_with_a_quant_reads_the_file_llama_cpp_would_load(tmp_path, caps
         assert "Model-Q8_0.gguf" in line  # what the repository holds, said
 
 
+def test_a_hub_that_never_answers_the_listing_is_one_line_within_the_deadline(capsys, monkeypatch):
+    """-hf lists the repository through huggingface_hub, which waits for ever: the listing has the HTTP deadline."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)  # accepts (the kernel does), never answers
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{listener.getsockname()[1]}")
+        monkeypatch.setenv("LLAMABENCH_HTTP_TIMEOUT", "2")
+        started = time.monotonic()
+        line = one_error(capsys, ["inspect", "-hf", "someone/some-repo"], "were not listed in 2 s")
+        assert time.monotonic() - started < 15 and "LLAMABENCH_HTTP_TIMEOUT" in line
+    finally:
+        listener.close()
+
+
 def test_llama_cpps_pick_of_a_repository_file():
     from llamabench.world.hf_repo import best_model_file
 
@@ -404,3 +440,30 @@ def test_llama_cpps_pick_of_a_repository_file():
     assert best_model_file(files, "") == "M-Q8_0.gguf"  # no Q4_K_M model: Q8_0
     assert best_model_file(files, "Q4_K_M") is None  # sidecars are no model
     assert best_model_file(["a.gguf", "b.gguf"], "") == "a.gguf"
+
+
+def test_the_remote_header_cache_trusts_only_what_the_user_owns(served, capsys, tmp_path, monkeypatch):
+    """Folders 0700 and files 0600 under umask 000; a link planted at the cached copy is refused, never followed;
+    a FIFO at its metadata is refused, never opened (reading it would hang)."""
+    server, _ = served
+    monkeypatch.setenv("LLAMABENCH_CACHE_DIR", str(tmp_path / "cache"))
+    url = f"{server.url}/files/qwen35-twin.gguf"
+    old = os.umask(0)
+    try:
+        inspect_json(capsys, url)
+    finally:
+        os.umask(old)
+    (copy,) = (tmp_path / "cache" / "remote").rglob("qwen35-twin.gguf")
+    meta = copy.with_name(copy.name + ".json")
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (copy.parent.parent, copy.parent)] == [0o700, 0o700]
+    assert [stat.S_IMODE(p.stat().st_mode) for p in (copy, meta)] == [0o600, 0o600]
+    meta.unlink()
+    os.mkfifo(meta)
+    one_error(capsys, ["inspect", url], "is not a regular file")
+    meta.unlink()
+    victim = tmp_path / "notes"
+    victim.write_text("keep")
+    copy.unlink()
+    copy.symlink_to(victim)
+    one_error(capsys, ["inspect", url], "is a symbolic link")
+    assert victim.read_text() == "keep"

@@ -12,7 +12,7 @@ import pytest
 
 from llamabench.cli import main
 from llamabench.llama import rpc
-from tests.support.fake_rpc import GRAPH_COMPUTE, SET_TENSOR, FakeRpcHost
+from tests.support.fake_rpc import GRAPH_COMPUTE, SET_TENSOR, FakeRpcHost, device_count, device_memory
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not rpc.available(), reason="llama-cpp-python was built without the RPC backend")]
@@ -95,4 +95,44 @@ def test_fit_verify_on_a_host_that_stalls_loading_the_weights_ends_its_check_in_
     out = capsys.readouterr().out
     assert code == 1 and "got no answer from the devices" in out and "-> fits" in out, out[-1500:]
     assert took < 120
+    no_children_left()
+
+
+@pytest.mark.parametrize("claims, said", [
+    (device_count(2**32 - 1), "claims more devices|offers 4294967295 devices"),
+    (device_count(0), "offers no device"),
+    (device_memory(2**64 - 1, 2**64 - 1), "not a device's memory"),
+    (device_memory(2 * 2**30, 2**30), "free above total"),
+], ids=["2^32-devices", "no-device", "2^64-free", "free-above-total"])
+def test_a_host_that_claims_absurd_devices_or_memory_is_refused_in_one_line(gemma, capsys, claims, said):
+    """The host speaks llama.cpp's protocol (a real emulated card behind it) but lies in its answers to the device
+    count or the memory query: refused in one line, the memory query's heap bounded, no child left."""
+    import re
+
+    with rpc.emulated_card() as card, FakeRpcHost(answered=1000, upstream=card, claims=claims) as host:
+        started = time.monotonic()
+        code = main(["fit", str(gemma), "--rpc", host.endpoint, "--vram", "1GiB", "-c", "4096", "-ctk", "f16",
+                     "-ctv", "f16"])
+        took = time.monotonic() - started
+    line = error_line(capsys)
+    assert code == 1 and re.search(said, line) and host.endpoint in line, line
+    assert "GiB free" not in line and took < 120
+    no_children_left()
+
+
+def test_a_host_that_dies_in_the_middle_of_a_bench_is_named_not_the_repack(gemma, capsys, tmp_path):
+    """llama.cpp's RPC client aborts when its host hangs up: the failed tests name the host, quote no backtrace,
+    and do not send the user to --repack alone."""
+    from llamabench.records.records import read_records
+
+    results = tmp_path / "r.jsonl"
+    with rpc.emulated_card() as card, FakeRpcHost(answered=1000, upstream=card, stall_at=(GRAPH_COMPUTE, 6),
+                                                  hang_up=True) as host:
+        main(["bench", str(gemma), "--rpc", host.endpoint, "-ngl", "99", "-p", "16", "-n", "4", "-r", "3",
+              "-c", "1024", "--results", str(results)])
+    failed = [r for r in read_records(results).records if r.reason]
+    assert failed, "the host hung up: some test must have failed"
+    for record in failed:
+        assert host.endpoint in record.reason and "backtrace" not in record.reason.lower(), record.reason
+        assert "#0 " not in record.reason and "gdb" not in record.reason.lower(), record.reason
     no_children_left()

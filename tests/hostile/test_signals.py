@@ -52,6 +52,38 @@ def test_the_emulated_card_dies_with_the_tool(gemma, tmp_path, signum):
 
 
 def test_one_server_named_twice_is_refused_before_llama_cpp_waits_on_itself():
-    with pytest.raises(EngineError, match="name one server"):
-        distinct_servers(("localhost:50052", "127.0.0.1:50052"))
+    for twice in (("localhost:50052", "127.0.0.1:50052"), ("127.0.0.1:50052", "0.0.0.0:50052"),
+                  ("127.0.0.1:50052", "127.0.1.1:50052"), ("[::1]:50052", "127.0.0.1:50052")):
+        with pytest.raises(EngineError, match="name one server"):
+            distinct_servers(twice)  # a server bound to 0.0.0.0 answers on every address of this machine
     distinct_servers(("127.0.0.1:50052", "127.0.0.1:50053"))  # two servers: fine
+
+
+def test_ctrl_c_in_the_demo_stops_it_there_with_130_and_no_report(gemma, tmp_path):
+    """Ctrl-C during the demo's bench keeps what was measured and ends the demo at once: exit 130, no report step,
+    no report written (round 3 saw it go on to the report and exit 1)."""
+    from llamabench.records.records import BenchRecord, read_records
+
+    out = tmp_path / "demo"
+    argv = [sys.executable, "-m", "llamabench.cli", "demo", str(gemma), "-c", "4096",
+            "-d", "0,256,512,768,1024,1280,1536,1792,2048", "-p", "16", "-n", "2", "-r", "1", "-t", "1",
+            "--out-dir", str(out)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # a terminal's Ctrl-C
+    try:
+        deadline = time.monotonic() + 600  # however loaded the machine; only a hung run meets it
+        results = out / "results.jsonl"
+        while proc.poll() is None and time.monotonic() < deadline:
+            if results.exists() and any(isinstance(r, BenchRecord) for r in read_records(results).records):
+                break
+            time.sleep(0.05)
+        assert proc.poll() is None, "the demo ended before its bench measured anything"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err[-2000:]
+    assert "step 5/5" not in err and not (out / "report.md").exists() and "Traceback" not in err
+    assert any(isinstance(r, BenchRecord) for r in read_records(out / "results.jsonl").records)  # kept

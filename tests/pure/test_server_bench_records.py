@@ -73,6 +73,11 @@ def test_a_printed_command_is_read_and_completed(tmp_path):
         serving.command_argv("llama-server -m m.gguf --port 8080", binary, model="m.gguf")
     with pytest.raises(UsageError, match="start with llama-server"):
         serving.command_argv("python -m http.server", binary, model="m.gguf")
+    for threads in ("-t 4294967295", "-tb 2147483648", "--threads-draft 513", "-t many"):
+        with pytest.raises(UsageError, match="threads"):
+            serving.command_argv(f"llama-server {threads}", binary, model="m.gguf")
+    assert serving.command_argv("llama-server -t -1 -tb 512", binary, model="m.gguf")[-4:] == ["-t", "-1", "-tb",
+                                                                                                "512"]
 
 
 def test_flags_of_a_bench_configuration():

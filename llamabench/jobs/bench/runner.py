@@ -101,9 +101,8 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
         except KeyboardInterrupt:
             return SweepOutcome(cells.skipped, interrupted=True)
         failure = child.failure or "the child process ended before this test"
-        if child.returncode < 0 and params.repack and not child.stalled:
-            failure += ("; llama.cpp died with the CPU's repacked weights on (CPU_REPACK / AMX): "
-                        "rerun with --repack 0 to rule them out")
+        if child.returncode < 0 and not child.stalled:
+            failure += _died_why(params, rpc)
         for test in todo:
             if test.name not in reported:
                 keep(test, reason=failure)
@@ -111,3 +110,13 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
         if child.stalled:  # a device that stopped answering: every later configuration would wait as long
             raise Stalled(f"{failure}; the tests measured before it are kept")
     return SweepOutcome(cells.skipped)
+
+
+def _died_why(params, rpc) -> str:
+    """What can kill llama.cpp by a signal in a bench, in words: a --rpc host that closed or answered garbage (its
+    client aborts), and the CPU's repacked weights (CPU_REPACK / AMX faults on some CPUs)."""
+    hosts = [rpc] if isinstance(rpc, str) else list(rpc or ())
+    causes = [f"a --rpc host ({', '.join(hosts)}) that closed the connection or answered garbage"] if hosts else []
+    if params.repack:
+        causes.append("the CPU's repacked weights (CPU_REPACK / AMX): rerun with --repack 0 to rule them out")
+    return "; llama.cpp died by a signal: " + ", or ".join(causes) if causes else ""

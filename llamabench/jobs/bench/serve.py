@@ -138,11 +138,11 @@ class Session:
             answers = self.parallel([{"prompt": p[:d] + self.fresh(test.n_tokens), "n_predict": 1}
                                      for p in self.prefix])
             sample = max(a.first_ns for a in answers) - min(a.sent_ns for a in answers)
-            took = [int(a.timings.get("prompt_n", test.n_tokens)) for a in answers]
+            took = [_count(a.timings, "prompt_n") if "prompt_n" in a.timings else test.n_tokens for a in answers]
             if any(n < test.n_tokens for n in took):
                 raise EngineError(f"{test.name}: the server processed {min(took)} of the {test.n_tokens} new prompt "
                                   "tokens (the rest came from a cache): the prefill was not timed")
-            cached = [int(a.timings["cache_n"]) for a in answers if "cache_n" in a.timings]
+            cached = [_count(a.timings, "cache_n") for a in answers if "cache_n" in a.timings]
             if d and any(n < d for n in cached):  # the fill lost: a cold d + P prefill would be timed as P
                 raise EngineError(f"{test.name}: the server found {min(cached)} of the {d} context tokens in its "
                                   "prompt cache: the follow-up was not on a warm context (a slot reused, or the "
@@ -160,11 +160,27 @@ class Session:
 def _request(a: serving.Answer, client_ns: int) -> ServerRequest:
     t = a.timings
     draft = t.get("draft_n")
-    return ServerRequest(max(client_ns, 1), max((a.first_ns or a.done_ns) - a.sent_ns, 1), int(t.get("prompt_n", 0)),
-                         float(t.get("prompt_ms", 0.0)), int(t.get("predicted_n", 0)),
-                         float(t.get("predicted_ms", 0.0)), int(t.get("cache_n", 0)),
-                         None if draft is None else int(draft),
-                         None if draft is None else int(t.get("draft_n_accepted", 0)))
+    return ServerRequest(max(client_ns, 1), max((a.first_ns or a.done_ns) - a.sent_ns, 1), _count(t, "prompt_n"),
+                         _ms(t, "prompt_ms"), _count(t, "predicted_n"), _ms(t, "predicted_ms"), _count(t, "cache_n"),
+                         None if draft is None else _count(t, "draft_n"),
+                         None if draft is None else _count(t, "draft_n_accepted"))
+
+
+def _count(timings: dict, name: str) -> int:
+    """A token count of the server's `timings` (0 where absent); EngineError where it is not one (a server that is
+    not llama-server, or a broken one): the test fails, and no record holds what it could not read back."""
+    value = timings.get(name, 0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 2**53 or value != int(value):
+        raise EngineError(f"llama-server's timings.{name} is not a token count: {str(value)[:40]!r}")
+    return int(value)
+
+
+def _ms(timings: dict, name: str) -> float:
+    """A duration in ms of the server's `timings` (0 where absent); EngineError where it is not one."""
+    value = timings.get(name, 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e12:
+        raise EngineError(f"llama-server's timings.{name} is not a duration in ms: {str(value)[:40]!r}")
+    return float(value)
 
 
 def check_tests(tests: list[BenchTest], info: serving.ServerInfo, concurrency: int) -> None:

@@ -106,6 +106,8 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
         raise UsageError(f"--spec-type {values['spec_type']} is llama-server's: Llama() decodes without a draft",
                          hint="use --runtime llama-server, or leave out --spec-type")
     rpc_hosts = _check_devices(cpu_only, emulate, placements, rpc, budgets, config)
+    if cpu_only:
+        _check_no_card_flags(params, n_gpu_layers_draft, device_draft)
     budgets = with_remote_hosts(budgets, rpc_hosts)
     _check_device_lists(budgets, values["tensor_split"], reserve_bytes, rpc_hosts)
     split = _split_mode(values, budgets, reserve_bytes, rpc_hosts)
@@ -203,6 +205,17 @@ def _check_devices(cpu_only: bool, emulate: bool, placements: list[Placement], r
         raise UsageError("Llama() cannot reach remote hosts (llama-cpp-python 0.3.36 has no --rpc)",
                          hint="use --runtime llama-server")
     return rpc_hosts
+
+
+def _check_no_card_flags(params: dict[str, Any], n_gpu_layers_draft, device_draft) -> None:
+    """--cpu-only with a flag that only places on cards: a contradiction, refused rather than silently dropped."""
+    placed = [flag for flag, name in (("-ts", "tensor_split"), ("-sm", "split_mode"), ("-mg", "main_gpu"))
+              if params.get(name) not in (None, (), [], "", SCHEMA[name].default, (SCHEMA[name].default,))]
+    given = placed + [flag for flag, value in (("-ngld", n_gpu_layers_draft), ("-devd", device_draft))
+                      if value not in (None, (), [], "")]
+    if given:
+        raise UsageError(f"--cpu-only uses no card: {', '.join(given)} do{'es' if len(given) == 1 else ''} not apply",
+                         hint="leave them out, or leave out --cpu-only")
 
 
 def _check_device_lists(budgets: list[Budget], tensor_split, reserve_bytes, rpc_hosts: tuple[str, ...]) -> None:
