@@ -15,12 +15,14 @@ appends them). Only calls that run llama.cpp load it (inspect and report never d
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from .core import serial
 from .core.errors import LlamabenchError, UsageError
+from .core.safe_text import escaped
 from .core.units import GIB
 from .jobs.arguments import flag, model_argument
 from .jobs.bench.job import SweepBasis, run_bench
@@ -53,6 +55,7 @@ from .records.records import (
     FitRecord,
     InspectRecord,
     Record,
+    RecordRefused,
     RooflineRecord,
     VerifyRecord,
     append,
@@ -72,7 +75,26 @@ PathLike = str | os.PathLike
 
 
 def _save(results: PathLike | None, record: Record) -> Record:
-    return append(Path(results), record) if results else record.stamped()
+    """The record, appended to `results` where given. One its own reader would refuse is not written, and the
+    command goes on: a warning says so (the result is still returned and printed)."""
+    if not results:
+        return record.stamped()
+    try:
+        return append(Path(results), record)
+    except RecordRefused as exc:
+        print(escaped(f"llamabench: warning: {exc}"), file=sys.stderr)
+        return record.stamped()
+
+
+def _save_measurement(results: Path, record: BenchRecord) -> BenchRecord:
+    """A bench record appended; one that would not read back is kept as a failed test that says why (no numbers
+    the file could not hold), so the sweep goes on and --resume does not time it again."""
+    try:
+        return append(results, record)
+    except RecordRefused as exc:
+        failed = replace(record, samples_ns=(), reason=f"measured, but not recordable: {exc}"[:2000], server=None,
+                         allocations=None, memory=None)
+        return _save(results, failed)
 
 
 # inspect ---------------------------------------------------------------------------------------
@@ -203,7 +225,8 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
         return run
     jsonl.check_destination(plan.target)  # before the first measurement, not after it
     written: list[BenchRecord] = []
-    outcome = run_bench(plan, save=lambda shared, m: written.append(append(plan.target, _bench_record(shared, m))),
+    outcome = run_bench(plan, save=lambda shared, m: written.append(_save_measurement(plan.target,
+                                                                                      _bench_record(shared, m))),
                         measured=_measured(plan) if resume else None, on_event=on_event)
     return replace(run, records=tuple(written), skipped=outcome.skipped, interrupted=outcome.interrupted)
 

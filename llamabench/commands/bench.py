@@ -75,7 +75,7 @@ def _print_plan(plan) -> None:
     for i, p in enumerate(plan.configurations):
         print(f"  {p.label}: " + ", ".join(t.name for t in plan.tests))
         if plan.commands:
-            print(f"    {escaped(plan.commands[i])}")  # shlex.join leaves a control character raw
+            print(f"    {escaped(plan.commands[i])}")  # shell words: $'...' for a control character
 
 
 def _rate(m) -> str:

@@ -130,7 +130,7 @@ def distinct_servers(endpoints: tuple[str, ...]) -> None:
     """One EngineError where two endpoints name one server (localhost:P and 127.0.0.1:P, or 0.0.0.0:P, or this
     machine's own address): llama.cpp would open it twice and wait on itself."""
     seen: dict[tuple, str] = {}
-    here = _this_machine()
+    here = _this_machine() if len(endpoints) > 1 else set()  # a name lookup: only where two could be one
     for endpoint in endpoints:
         host, port = endpoint.rsplit(":", 1)
         try:
@@ -175,13 +175,13 @@ def reachable(endpoint: str, timeout_s: float = 5.0) -> str | None:
         return exc.strerror or str(exc)
 
 
-MEMORY_QUERY_TIMEOUT_S = 30.0  # a hello and two short answers; LLAMABENCH_RPC_TIMEOUT, where set, replaces it
+MEMORY_QUERY_TIMEOUT_S = 30.0  # a hello and two short answers; LLAMABENCH_RPC_TIMEOUT below it shortens it
 
 
 def remote_memory(endpoint: str, timeout_s: float | None = None) -> tuple[int, int]:
     """(free, total) bytes a remote ggml-rpc-server reports; a host that cannot be reached, or does not answer
     within the deadline, is one EngineError."""
-    timeout_s = timeout_s or rpc_timeout(MEMORY_QUERY_TIMEOUT_S)
+    timeout_s = timeout_s or min(MEMORY_QUERY_TIMEOUT_S, rpc_timeout())
     if not available():
         raise EngineError("--rpc needs llama.cpp's RPC backend: reinstall llama-cpp-python with "
                           "CMAKE_ARGS=-DGGML_RPC=on (make install does)")

@@ -25,6 +25,7 @@ from typing import Iterator
 from urllib.parse import urlsplit
 
 from ..core.errors import EngineError, UsageError
+from ..core.safe_text import shell_word
 from ..memory.speculative import spec_flags
 from ..settings.params import Params
 from ..settings.values import GGML_MAX_N_THREADS
@@ -124,7 +125,7 @@ class Started:
 
     @property
     def command(self) -> str:
-        return shlex.join(self.argv) if self.argv else ""
+        return " ".join(map(shell_word, self.argv)) if self.argv else ""
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path and self.log_path.exists() else ""
@@ -177,6 +178,7 @@ def _connection(url: str, timeout_s: float) -> tuple[http.client.HTTPConnection,
 
 MAX_ANSWER = 16 * 2**20  # /props and /v1/models answer a few KiB; more is not llama-server
 MAX_EVENT = 2**20  # one streamed event of /completion: a token, its text, at the end the timings
+BYTES_PER_PROMPT_TOKEN = 64  # the prompt quoted back in the last event: a token's text, JSON-escaped, is shorter
 MAX_STREAM = 64 * 2**20  # a whole /completion stream (n_predict events, each well under 4 KiB)
 
 
@@ -221,7 +223,7 @@ def info(url: str) -> ServerInfo:
     try:
         models = get(url, "/v1/models").get("data") or []
         n_vocab = int((models[0].get("meta") or {}).get("n_vocab", 0)) if models else 0
-    except (EngineError, OSError, ValueError, TypeError, AttributeError, KeyError, IndexError):
+    except (EngineError, OSError, ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError):
         pass
     try:
         slots, n_ctx = int(props.get("total_slots", 1)), int(settings.get("n_ctx", 0))
@@ -259,12 +261,14 @@ def complete(url: str, body: dict, *, timeout_s: float = 3600.0) -> Answer:
         if response.status != 200:
             answer.error = f"HTTP {response.status}: {response.read()[:300]!r}"
             return answer
+        # the last event quotes the whole prompt as text (llama-server's "prompt" field): its cap grows with it
+        event_cap = MAX_EVENT + BYTES_PER_PROMPT_TOKEN * len(body.get("prompt") or ())
         read = 0
-        while line := response.readline(MAX_EVENT + 1):
+        while line := response.readline(event_cap + 1):
             now = time.perf_counter_ns()
             read += len(line)
-            if len(line) > MAX_EVENT or read > MAX_STREAM:
-                raise ValueError(f"an event over {MAX_EVENT // 2**20} MiB, or a stream over {MAX_STREAM // 2**20} MiB: "
+            if len(line) > event_cap or read > MAX_STREAM + event_cap:
+                raise ValueError(f"an event over {event_cap:,} bytes, or a stream over {MAX_STREAM + event_cap:,}: "
                                  "not llama-server")
             if answer.n_streamed > body.get("n_predict", 0) + 16:
                 raise ValueError(f"{answer.n_streamed} tokens streamed for n_predict {body.get('n_predict')}: "

@@ -20,7 +20,7 @@ from ..core.errors import ContextRefused, EngineError, Stalled, UsageError
 from ..settings.params import Params
 from ..settings.values import rpc_endpoints
 from ..world import sysinfo
-from ..world.paths import DRY_RUN_RPC_TIMEOUT_S, RPC_TIMEOUT_ENV, rpc_timeout
+from ..world.paths import RPC_TIMEOUT_ENV, rpc_timeout
 from .devices import Device, is_endpoint
 from .messages import (
     ContextRequest,
@@ -305,7 +305,7 @@ class DryRunChild:
         """The next event of the `expected` kind; EngineError for a failure, or where the child died; Stalled
         (the child stopped) where none came within the RPC deadline: llama.cpp's RPC client waits for ever on a
         host that stops answering, and a dry run's load or context takes seconds."""
-        deadline_s = rpc_timeout(DRY_RUN_RPC_TIMEOUT_S) if self.rpc else None
+        deadline_s = rpc_timeout() if self.rpc else None
         for data in self._events.within(deadline_s):
             if data is None:
                 stop_group(self.proc)

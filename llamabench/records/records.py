@@ -406,7 +406,8 @@ serial.allow_infinity(SpeedModel, "compute")  # attention compute not limiting: 
 # the sense of the numbers of a record, by field name, or Class.field (every dataclass in it): serial already
 # made them ints below 2**63 and finite floats. Every number is >= 0 but those named here as possibly negative;
 # those named positive are > 0 (what a speed, a time or a division is made of).
-MAY_BE_NEGATIVE = frozenset({"prio", "cache_ram_mib", "rss_delta", "gpu_delta"})
+MAY_BE_NEGATIVE = frozenset({"prio", "cache_ram_mib", "rss_delta", "gpu_delta",
+                             "PlacementCheck.budget"})  # a card smaller than its reserve: below 0
 POSITIVE = frozenset({"samples_ns", "n_tokens", "repetitions", "concurrency", "slots", "tok_s", "full_gqa_tok_s",
                       "measured_tok_s", "split_tok_s", "SpeedModel.bandwidth", "SpeedModel.compute", "peak_gbps",
                       "copy_gbps", "triad_gbps",
@@ -448,7 +449,7 @@ def _wrong_number(value: int | float, path: str, qualified: str) -> str | None:
     name = qualified.rpartition(".")[2]
     if (name in POSITIVE or qualified in POSITIVE) and not value > 0:
         return f"{path} must be positive, got {value:g}"
-    if value < 0 and name not in MAY_BE_NEGATIVE:
+    if value < 0 and name not in MAY_BE_NEGATIVE and qualified not in MAY_BE_NEGATIVE:
         return f"{path} cannot be negative, got {value:g}"
     if name in CONTEXTS and value > CONTEXT_MAX:
         return f"{path} is beyond llama.cpp's 2**32, got {value:g}"

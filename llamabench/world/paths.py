@@ -19,7 +19,6 @@ HTTP_TIMEOUT_ENV = "LLAMABENCH_HTTP_TIMEOUT"
 HTTP_LOW_SPEED_ENV = "LLAMABENCH_HTTP_LOW_SPEED"
 RPC_TIMEOUT_ENV = "LLAMABENCH_RPC_TIMEOUT"
 DEFAULT_RPC_TIMEOUT_S = 300.0
-DRY_RUN_RPC_TIMEOUT_S = 60.0  # a dry run's load or context over --rpc: no upload, no compute
 DEFAULT_LOW_SPEED = (1024, 15.0)  # as curl's --speed-limit 1024 --speed-time 15: fewer bytes in that long is a stall
 SHIM_ENV = "LLAMABENCH_SHIM_DIR"
 DEFAULT_HTTP_TIMEOUT_S = 120.0  # the whole header read: 30 MB of a big vocabulary over a slow link
@@ -91,12 +90,12 @@ def http_timeout() -> float:
     return _seconds(HTTP_TIMEOUT_ENV, DEFAULT_HTTP_TIMEOUT_S, MAX_HTTP_TIMEOUT_S)
 
 
-def rpc_timeout(default: float = DEFAULT_RPC_TIMEOUT_S) -> float:
-    """LLAMABENCH_RPC_TIMEOUT in seconds where set, else `default`: how long a --rpc host may leave llama.cpp
-    without an answer, where llama.cpp's RPC client itself waits for ever. A real context's load and bench show
-    progress (each wait is one step: 300 s by default); a dry run does no upload and no compute (60 s); the memory
-    query is a hello and two short answers (30 s)."""
-    return _seconds(RPC_TIMEOUT_ENV, default, MAX_HTTP_TIMEOUT_S)
+def rpc_timeout() -> float:
+    """LLAMABENCH_RPC_TIMEOUT in seconds (default 300): how long a --rpc host may leave llama.cpp without an
+    answer, where llama.cpp's RPC client itself waits for ever: each model load or context of a dry run (a few
+    seconds each; over a slow link a minute or more: a graph reserve asks the host once per quantized matmul),
+    and each step of a real context between two signs of progress. The memory query takes at most 30 s."""
+    return _seconds(RPC_TIMEOUT_ENV, DEFAULT_RPC_TIMEOUT_S, MAX_HTTP_TIMEOUT_S)
 
 
 def http_low_speed() -> tuple[int, float]:

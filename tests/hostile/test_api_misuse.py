@@ -115,6 +115,13 @@ def test_cpu_only_refuses_card_options_it_would_ignore(capsys, extra):
     assert code == 2 and "--cpu-only uses no card" in err
 
 
+@pytest.mark.parametrize("extra", [["-ngld", "0"], ["-devd", "none"]])
+def test_cpu_only_takes_the_draft_flags_that_keep_it_in_ram(capsys, extra):
+    code, _, err = run(capsys, ["fit", "qwen3-5-35b-a3b", "--cpu-only", "--ram", "64GiB", "-c", "8192", "--runtime",
+                                "llama-server", "-md", "qwen3-5-35b-a3b", *extra])
+    assert code == 0, err
+
+
 def test_a_file_name_with_a_newline_and_an_escape_is_one_escaped_line(capsys, tmp_path):
     name = str(tmp_path / "a\nb\x1b[31m.gguf")
     code, _, err = run(capsys, ["inspect", name])
@@ -138,3 +145,15 @@ def test_a_split_llama_cpp_would_not_read_is_refused(capsys, split):
 def test_a_card_of_no_size_is_refused(capsys, size):
     code, _, err = run(capsys, ["fit", "qwen3-5-35b-a3b", "--vram", size, "-c", "8192"])
     assert code == 2 and "--vram" in err
+
+
+def test_a_card_smaller_than_its_reserve_is_recorded_as_over(gemma, tmp_path):
+    """A budget below 0 after the reserve is a fact of the card, not a broken record: the verified fit is written
+    and reads back (the record check before writing must not refuse it)."""
+    from llamabench.records.records import read_records
+
+    path = tmp_path / "r.jsonl"
+    record = lb.fit(str(gemma), vram="256MiB", reserve="300MiB", n_gpu_layers=[0], n_ctx=[2048], type_k="f16",
+                    type_v="f16", verify=True, emulate=True, results=path)
+    (back,) = read_records(path).records
+    assert back.verify.placements[0].budget < 0 and back == record

@@ -3,12 +3,12 @@ every list), the tests of each, the repetitions, the --rpc hosts and the results
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...core.errors import LlamabenchError, UsageError
+from ...core.safe_text import shell_word
 from ...memory import speculative
 from ...memory.footprint import pad
 from ...settings.bench_tests import BenchTest, bench_tests
@@ -56,7 +56,7 @@ class BenchPlan:
             argv = self.server.argv(params, str(self.source.path or self.source.label))
         except LlamabenchError as exc:
             return f"(no llama-server: {exc})"
-        return shlex.join(argv)
+        return " ".join(map(shell_word, argv))  # runnable as printed: bash's $'...' for a control character
 
 
 def check_room(configurations, tests) -> None:

@@ -129,7 +129,7 @@ class Session:
         if depth == 0:
             return 0.0
         answers = self.parallel([{"prompt": p[:depth], "n_predict": 0} for p in self.prefix])
-        return max(float(a.timings.get("prompt_ms", 0.0)) for a in answers)
+        return max(_ms(a.timings, "prompt_ms") for a in answers)
 
     def time(self, test: BenchTest) -> tuple[int, tuple[ServerRequest, ...]]:
         """One repetition of a test on every slot in use: the sample (ns) and each request."""
@@ -137,6 +137,8 @@ class Session:
         if test.kind is TestKind.PP:
             answers = self.parallel([{"prompt": p[:d] + self.fresh(test.n_tokens), "n_predict": 1}
                                      for p in self.prefix])
+            if any(a.first_ns is None for a in answers):
+                raise EngineError("llama-server streamed no token for a prompt: the prefill was not timed")
             sample = max(a.first_ns for a in answers) - min(a.sent_ns for a in answers)
             took = [_count(a.timings, "prompt_n") if "prompt_n" in a.timings else test.n_tokens for a in answers]
             if any(n < test.n_tokens for n in took):

@@ -211,8 +211,9 @@ def _check_no_card_flags(params: dict[str, Any], n_gpu_layers_draft, device_draf
     """--cpu-only with a flag that only places on cards: a contradiction, refused rather than silently dropped."""
     placed = [flag for flag, name in (("-ts", "tensor_split"), ("-sm", "split_mode"), ("-mg", "main_gpu"))
               if params.get(name) not in (None, (), [], "", SCHEMA[name].default, (SCHEMA[name].default,))]
-    given = placed + [flag for flag, value in (("-ngld", n_gpu_layers_draft), ("-devd", device_draft))
-                      if value not in (None, (), [], "")]
+    given = placed + [flag for flag, value, in_ram in (("-ngld", n_gpu_layers_draft, (0, "0")),
+                                                       ("-devd", device_draft, ("none",)))
+                      if value not in (None, (), [], "", *in_ram)]  # -ngld 0 and -devd none: the draft in RAM too
     if given:
         raise UsageError(f"--cpu-only uses no card: {', '.join(given)} do{'es' if len(given) == 1 else ''} not apply",
                          hint="leave them out, or leave out --cpu-only")
