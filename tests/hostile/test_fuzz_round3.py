@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from llamabench.llama import rpc
-from tests.support.fake_rpc import FakeRpcHost
+from tests.support.fake_rpc import FakeRpcHost, device_count, device_memory
 from tests.support.fuzz_harness import Case, run_campaign, summary
 
 pytestmark = [pytest.mark.slow,
@@ -40,6 +40,13 @@ def _device_cases(model: str, env: dict) -> list[Case]:
              ["--rpc", "localhost:50052,127.0.0.1:50052"], ["--rpc", "a b:1"], ["--rpc", "[::1]:x"],
              ["--cpu-only", "--vram", "1GiB"], ["--cpu-only"], ["--ram", "0", "--cpu-only"]]
     cases = [Case(argv=["fit", model, *FIT, *f], **one) for f in flags]
+    refused = [["-ts", "1e-50,1e-50", "--vram", "1GiB+1GiB"], ["-ts", "1e-50,0", "--vram", "1GiB+1GiB"],
+               ["-ts", "nan,1", "--vram", "1GiB+1GiB"], ["--vram", "0.0000000001"], ["--vram", "0"],
+               ["--rpc", "127.0.0.1:50052,0.0.0.0:50052"], ["--rpc", "127.0.0.1:50052,127.0.1.1:50052"],
+               ["--cpu-only", "--ram", "64GiB", "-ts", "1"], ["--cpu-only", "--ram", "64GiB", "-sm", "none"],
+               ["--cpu-only", "--ram", "64GiB", "-mg", "1"], ["--cpu-only", "--ram", "64GiB", "--reserve", "1GiB"],
+               ["--cpu-only", "--ram", "64GiB", "--vram", "1GiB"]]
+    cases += [Case(argv=["fit", model, *FIT, *f], must_fail=True, **one) for f in refused]  # refused, never silent
     cases += [Case(argv=["bench", model, "--dry-run", "-p", "8", "-n", "0", *f], **one)
               for f in (["-ts", "nan"], ["-mg", "9"], ["--rpc", "127.0.0.1:1"])]
     return cases
@@ -47,7 +54,11 @@ def _device_cases(model: str, env: dict) -> list[Case]:
 
 def _host_cases(model: str, env: dict, stack: ExitStack) -> list[Case]:
     card = stack.enter_context(rpc.emulated_card())
-    hosts = {"silent": stack.enter_context(FakeRpcHost()),
+    lies = {"2^32 devices": device_count(2**32 - 1), "no device": device_count(0),
+            "2^64 free": device_memory(2**64 - 1, 2**64 - 1), "free above total": device_memory(2**31, 2**30)}
+    hosts = {**{name: stack.enter_context(FakeRpcHost(answered=1000, upstream=card, claims=claims))
+                for name, claims in lies.items()},
+             "silent": stack.enter_context(FakeRpcHost()),
              "garbage": stack.enter_context(FakeRpcHost(says=os.urandom(4096))),
              "hello-less": stack.enter_context(FakeRpcHost(says=b"\x00" * 64)),
              "stalls after its memory": stack.enter_context(FakeRpcHost(answered=3, upstream=card))}
@@ -76,6 +87,9 @@ def _runtime_cases(model: str, env: dict) -> list[Case]:
            ["-md", "/nonexistent.gguf"], ["-ngld", "-3"], ["--runtime", "llama-cpp-python", "-np", "4", "-kvu"],
            ["-ctkd", "q9_9"], ["-ub", "3"], ["-fa", "auto"], ["-c", "1M"], ["-c", "0"]]
     cases += [Case(argv=["fit", model, *FIT, "--vram", "1GiB", *f], **three) for f in fit]
+    server = [f"llama-server {t}" for t in ("-t 4294967295", "-tb 2147483648", "--threads-draft 513", "-t many")]
+    cases += [Case(argv=["bench", model, "--runtime", "llama-server", "--server-cmd", c, "-p", "8", "-n", "0"],
+                   must_fail=True, **three) for c in server]
     return cases
 
 
@@ -104,7 +118,8 @@ def _api_cases(model: str, env: dict) -> list[Case]:
              "lb.roofline(G, bandwidth=-1)", "lb.roofline(G, bandwidth=float('inf'))", "lb.roofline(G, card=7)",
              "lb.verify(G, n_ctx=0.5)", "lb.verify_matrix(None)", "lb.report([])", "lb.report(42)",
              "lb.read_records('/nonexistent')", "lb.FitRecord.from_dict({'fit': 3})",
-             "lb.InspectRecord.from_dict([])", "lb.Params(n_ctx='x')"]
+             "lb.InspectRecord.from_dict([])", "lb.FitRecord.from_dict(None)",
+             "lb.FitRecord.from_dict([])", "lb.BenchRecord.from_dict('x')", "lb.Params(n_ctx='x')"]
     return [Case(group="4 the API misused", argv=[], code=API.format(model=model, call=c), env=env) for c in calls]
 
 
