@@ -69,7 +69,8 @@ MAX_LISTED = 100_000  # files of one repository: more is not a model repository,
 
 def repo_files(repo: str, revision: str | None, shown: str) -> list[str]:
     """The repository's files, listed within the HTTP deadline (LLAMABENCH_HTTP_TIMEOUT, the whole listing):
-    huggingface_hub waits for ever on a server that stalls, so the listing runs in a thread the tool leaves."""
+    huggingface_hub waits for ever on a server that stalls, so the listing runs in a thread the tool leaves (its
+    retries kept quiet: the hub's log stays at CRITICAL while it runs)."""
     hub_log = logging.getLogger("huggingface_hub")
     level = hub_log.level
     hub_log.setLevel(logging.CRITICAL)  # its retry warnings would make a second line: the error says it once
@@ -80,7 +81,8 @@ def repo_files(repo: str, revision: str | None, shown: str) -> list[str]:
         worker.start()
         worker.join(deadline_s)
     finally:
-        hub_log.setLevel(level)
+        if not worker.is_alive():  # a listing left running would log its retries on whatever stderr is then
+            hub_log.setLevel(level)
     if worker.is_alive():
         raise RemoteError(f"{shown}: the repository's files were not listed in {deadline_s:g} s (a server that "
                           f"stalls? {HTTP_TIMEOUT_ENV} sets the limit)")
