@@ -135,7 +135,7 @@ def distinct_servers(endpoints: tuple[str, ...]) -> None:
         host, port = endpoint.rsplit(":", 1)
         try:
             infos = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM)
-            addresses = {_same_host(info[4][0], here) + (int(port),) for info in infos}
+            addresses = {(_host_key(info[4][0], here), int(port)) for info in infos}
         except OSError:
             continue  # not resolvable: reachable() says so in its own words
         for address in addresses:
@@ -153,14 +153,13 @@ def _this_machine() -> set[str]:
         return set()
 
 
-def _same_host(address: str, here: set[str]) -> tuple[str]:
-    """('this machine',) for a loopback, unspecified (0.0.0.0, ::) or own address; else the address itself."""
+def _host_key(address: str, here: set[str]) -> str:
+    """'this machine' for a loopback, unspecified (0.0.0.0, ::) or own address; else the address itself."""
     try:
         ip = ipaddress.ip_address(address.split("%")[0])
     except ValueError:
-        return (address,)
-    local = ip.is_loopback or ip.is_unspecified or address in here
-    return ("this machine",) if local else (str(ip),)
+        return address
+    return "this machine" if ip.is_loopback or ip.is_unspecified or address in here else str(ip)
 
 
 def reachable(endpoint: str, timeout_s: float = 5.0) -> str | None:

@@ -13,7 +13,6 @@ import stat
 from pathlib import Path
 from typing import Iterator
 
-from ..core.serial import finite
 from ..world.outputs import OutputError, check_results_file
 
 
@@ -31,7 +30,7 @@ def check_destination(path: Path) -> None:
 
 def append_line(path: Path, record: dict) -> None:
     check_destination(path)
-    line = json.dumps(finite(record), separators=(",", ":"), default=str, allow_nan=False) + "\n"
+    line = json.dumps(record, separators=(",", ":"), default=str, allow_nan=False) + "\n"  # made finite by append
     try:
         _append(path, line)
     except OSError as exc:
