@@ -133,7 +133,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
         mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None, remote: bool = False,
         results: PathLike | None = None, runtime=None, n_seq=None, kv_unified=None, cache_ram=None,
         ctx_checkpoints=None, rpc=None, model_draft=None, n_gpu_layers_draft=None, device_draft=None,
-        progress=None, **params) -> FitRecord:
+        backend=None, progress=None, **params) -> FitRecord:
     """Does n_ctx fit on the card(s) beside the weights, with which KV type and placement, in the context the
     runtime creates (`runtime="llama-server"`, the default, or "llama-cpp-python"); `ram=` checks the host
     part; `verify=True` creates the answer for real (on the GPU, or an emulated card) and compares device by
@@ -143,7 +143,9 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     instead of searching it. `spec_type="draft-mtp"` (sized beside none by default where the model has an MTP
     layer) or `model_draft="draft.gguf"` (draft-simple; an EAGLE3 head with `spec_type="draft-eagle3"`) size
     llama-server's speculative decoding too, the draft on the target's cards or `device_draft="CUDA1"` ("none");
-    `progress` (a callable taking a line) is told of each llama.cpp dry run the searches make."""
+    `progress` (a callable taking a line) is told of each llama.cpp dry run the searches make. A card sized without
+    it (an emulated card) answers as `backend` does ("cuda", "vulkan", "metal", "rocm"; "cpu": as it is): default
+    what a named card runs, else CUDA; `op_offload=False` sizes llama-server's --no-op-offload."""
     request = fit_request(model_argument(model), params, local_budgets=default_budgets, vram=vram, ram=ram,
                           cpu_only=flag("cpu_only", cpu_only), reserve=reserve, verify=flag("verify", verify),
                           emulate=flag("emulate", emulate), mmproj=mmproj,
@@ -151,7 +153,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
                           remote=flag("remote", remote), runtime=runtime,
                           n_seq=n_seq, kv_unified=kv_unified, cache_ram=cache_ram, ctx_checkpoints=ctx_checkpoints,
                           rpc=rpc, model_draft=model_draft, n_gpu_layers_draft=n_gpu_layers_draft,
-                          device_draft=device_draft, progress=progress)
+                          device_draft=device_draft, backend=backend, progress=progress)
     answer = run_fit(request)
     record = FitRecord(model=answer.source.model_block(answer.result.architecture), fit=answer.result,
                        verify=answer.verification)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds llama.cpp's own tools from the llama.cpp vendored in the pinned llama-cpp-python sdist, with the RPC backend,
 # into the cache (once: about 6-8 minutes on 2 cores; then nothing to do): llama-server and ggml-rpc-server (the
-# judges of the printed commands), llama-bench and llama-fit-params (the anchors of the benchmarks).
+# judges of the printed commands), llama-bench and llama-fit-params (the anchors of the benchmarks), llama-perplexity
+# (the judge of a quality measurement) and llama-quantize (re-quantized real GGUFs for the tests).
 # usage: [BACKEND=vulkan] scripts/build_llama_tools.sh [OUT_DIR]   (called by `make test`; prints the bin folder last)
 # OUT_DIR defaults to ~/.cache/llama-tools/VERSION, where llamabench.llama.server.tools_dir() looks for them;
 # BACKEND=vulkan adds the Vulkan backend, into ~/.cache/llama-tools/VERSION-vulkan (server.vulkan_tools_dir()), with the
@@ -21,8 +22,8 @@ case "$BACKEND" in
   *) echo "build_llama_tools.sh: BACKEND '$BACKEND' is not built here (cpu, vulkan)" >&2; exit 2 ;;
 esac
 OUT="${1:-$HOME/.cache/llama-tools/$V$SUFFIX}"
-if [ -x "$OUT/bin/llama-server" ] && [ -x "$OUT/bin/ggml-rpc-server" ]; then echo "$OUT/bin"; exit 0; fi
-echo "building llama.cpp's tools (llama-server, ggml-rpc-server, llama-bench, llama-fit-params) from llama-cpp-python $V into $OUT, once (about 6-8 minutes)" >&2
+if [ -x "$OUT/bin/llama-server" ] && [ -x "$OUT/bin/ggml-rpc-server" ] && [ -x "$OUT/bin/llama-quantize" ]; then echo "$OUT/bin"; exit 0; fi
+echo "building llama.cpp's tools (llama-server, ggml-rpc-server, llama-bench, llama-fit-params, llama-perplexity, llama-quantize) from llama-cpp-python $V into $OUT, once (about 6-8 minutes)" >&2
 mkdir -p "$OUT"; cd "$OUT"
 if [ ! -d "llama_cpp_python-$V" ]; then
   "${PYTHON:-python3}" -m pip download -q --no-deps --no-binary :all: -d . "llama-cpp-python==$V" >&2
@@ -30,6 +31,6 @@ if [ ! -d "llama_cpp_python-$V" ]; then
 fi
 cmake -S "llama_cpp_python-$V/vendor/llama.cpp" -B build -DCMAKE_BUILD_TYPE=Release -DGGML_RPC=ON \
       -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF "${EXTRA[@]}" >/dev/null
-cmake --build build --target llama-bench llama-fit-params ggml-rpc-server llama-server -j"$(nproc)" >/dev/null
+cmake --build build --target llama-bench llama-fit-params ggml-rpc-server llama-server llama-perplexity llama-quantize -j"$(nproc)" >/dev/null
 mkdir -p bin.partial && cp -a build/bin/* bin.partial/ && rm -rf bin && mv bin.partial bin
 echo "$OUT/bin"

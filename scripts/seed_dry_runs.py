@@ -49,14 +49,14 @@ def main(models: list[str]) -> None:
         for model in models:
             record = lb.fit(model)
             shape, _, _ = published_weights(resolve(model))
-            cache = dry_run_cache.DryRunCache(str(shape), "emulated")
+            cache = dry_run_cache.DryRunCache(str(shape), seeding.SEEDED_DEVICES)
             name = dry_run_cache.twin_name(str(shape))
             if not cache.entries or name is None:
                 raise SystemExit(f"{model}: the fit left no dry runs to seed")
             for old in out.glob("*.json"):  # one seed per model: the stale one of an earlier twin goes
                 if old.name != seeding.LISTINGS and json.loads(old.read_text()).get("model") == model:
                     old.unlink()
-            path = out / seeding.seed_name(name, "emulated")
+            path = out / seeding.seed_name(name, seeding.SEEDED_DEVICES)
             path.write_text(json.dumps({"model": model, "twin": name, "entries": cache.entries}, sort_keys=True) + "\n")
             print(f"{model}: {len(cache.entries)} dry runs ({record.fit.dry_runs} asked of llama.cpp) -> {path}")
         (out / seeding.LISTINGS).write_text(json.dumps(listings, sort_keys=True) + "\n")

@@ -36,8 +36,8 @@ Budgets: plain numbers are GiB; units GiB, GB, MiB, MB; + joins one machine's ca
 sized by the free memory its ggml-rpc-server reports.
 """
 OPTIONS = ("vram", "rpc", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram",
-           "ctx_checkpoints", "verify", "emulate", "mmproj", "no_mmproj_offload", "quant", "remote", "model_draft",
-           "n_gpu_layers_draft", "device_draft", "results")
+           "ctx_checkpoints", "verify", "emulate", "backend", "mmproj", "no_mmproj_offload", "quant", "remote",
+           "model_draft", "n_gpu_layers_draft", "device_draft", "results")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -24,7 +24,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from ..core.errors import EngineError
 from ..memory.allocations import BufferBytes
+from ..memory.backends import BackendRules
 from ..world.paths import shim_dir
 from ..world.private import private_folder, trusted_file, write_private
 from ..world.versions import LLAMA_CPP_PYTHON_VERSION
@@ -47,6 +49,11 @@ class _TensorRow(ctypes.Structure):  # struct llamabench_tensor_row (breakdown.c
     _fields_ = [("name", ctypes.c_char * 128), ("buft", ctypes.c_char * 128), ("is_host", ctypes.c_int)]
 
 
+class _BackendRules(ctypes.Structure):  # struct llamabench_backend_rules (breakdown.cpp)
+    _fields_ = [("offload", ctypes.c_int), ("min_batch", ctypes.c_int64), ("max_tensor_bytes", ctypes.c_uint64),
+                ("cuda_alloc_size", ctypes.c_int), ("vulkan_order", ctypes.c_int)]
+
+
 _shim = None
 _why_not: str | None = None
 
@@ -62,10 +69,20 @@ def _libllama() -> Path:
     return Path(loaded) if loaded else Path(llama_cpp.__file__).parent / "lib" / "libllama.so"
 
 
+def _ggml_headers(libllama: Path) -> Path | None:
+    """The folder of the ggml.h llama-cpp-python installed beside its library (site-packages/include), or None."""
+    for folder in (libllama.parent.parent.parent / "include", libllama.parent.parent / "include"):
+        if (folder / "ggml.h").is_file() and (folder / "ggml-backend.h").is_file():
+            return folder
+    return None
+
+
 def _key(libllama: Path) -> str:
-    """The shim is built for one libllama: its path, size and time, and the shim's own source."""
+    """The shim is built for one libllama: its path, size and time, the ggml.h it is compiled with, and the shim's
+    own source."""
     st = libllama.stat()
-    ident = f"{libllama.resolve()}|{st.st_size}|{st.st_mtime_ns}|".encode() + SOURCE.read_bytes()
+    headers = _ggml_headers(libllama)
+    ident = (f"{libllama.resolve()}|{st.st_size}|{st.st_mtime_ns}|{headers}|".encode() + SOURCE.read_bytes())
     return hashlib.sha256(ident).hexdigest()[:16]
 
 
@@ -95,8 +112,11 @@ def build() -> Path:
     os.close(fd)
     partial = Path(name)
     lib = libllama.parent
+    headers = _ggml_headers(libllama)  # ggml.h: the backend rules of an emulated card are compiled with it
     argv = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", str(SOURCE), "-o", str(partial),
             f"-L{lib}", f"-l:{libllama.name}", "-lggml-base", f"-Wl,-rpath,{lib}"]
+    if headers is not None:
+        argv[1:1] = [f"-I{headers}", "-DLLAMABENCH_GGML_H"]
     try:
         parent = os.getpid()  # the compiler dies with the tool, even by SIGKILL (it lives seconds after at most)
         done = subprocess.run(argv, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S,
@@ -122,6 +142,9 @@ def _load():
             lib.llamabench_memory_breakdown.restype = ctypes.c_int
             lib.llamabench_tensor_buffers.argtypes = [ctypes.c_void_p, ctypes.POINTER(_TensorRow), ctypes.c_int]
             lib.llamabench_tensor_buffers.restype = ctypes.c_int
+            if hasattr(lib, "llamabench_emulate_backend"):  # compiled with ggml.h
+                lib.llamabench_emulate_backend.argtypes = [ctypes.c_void_p, ctypes.POINTER(_BackendRules)]
+                lib.llamabench_emulate_backend.restype = ctypes.c_int
             _shim = lib
         except Exception as exc:  # noqa: BLE001 - any failure here means: no breakdown, said once, never fatal
             _why_not = str(exc) or type(exc).__name__
@@ -183,3 +206,18 @@ def host_tensors(model) -> tuple[str, ...] | None:
         cap = n
     names = (row.name.decode("utf-8", errors="replace") for row in rows[:n] if row.is_host == 1)
     return tuple(dict.fromkeys(names))
+
+
+def emulate_backend(device: int, rules: "BackendRules | None") -> None:
+    """Give an RPC device (a ggml_backend_dev_t) the target backend's rules (memory.backends), or with None its own
+    back: op offload, the largest tensor an op takes, CUDA's flash attention room. EngineError where the shim
+    cannot (no compiler, no ggml.h): a fit for a GPU backend is then not made on a card that answers as a CPU."""
+    shim = _load()
+    if shim is None or not hasattr(shim, "llamabench_emulate_backend"):
+        raise EngineError("this machine cannot give the emulated card a GPU backend's rules (op offload, allocation "
+                          "sizes): " + (_why_not or "the shim was built without ggml.h")
+                          + "; --backend cpu sizes the emulated card as it is")
+    raw = None if rules is None else _BackendRules(rules.offload, rules.min_batch, rules.max_tensor_bytes,
+                                                   int(rules.cuda_alloc_size), int(rules.vulkan_order))
+    if shim.llamabench_emulate_backend(device, None if raw is None else ctypes.byref(raw)) != 0:
+        raise EngineError("the emulated card has no buffer type to give a backend's rules to")

@@ -72,6 +72,7 @@ def _create(job: CreateJob):
     """Create the job's context and emit its `Alloc` event; None (after a `Failed` event) on failure."""
     rss_before = sysinfo.process_rss_bytes()
     gpu_before = sysinfo.gpu_used_bytes()
+    engine.emulate_backend(job.backend, job.backend_devices)
     devices_before = tuple(engine.device_memory())
     start = time.perf_counter()
     try:
@@ -167,6 +168,7 @@ def serve_dry_runs(job: DryRunsJob) -> None:
     MODELS_KEPT placements stay loaded, so a search that comes back to one does not load it again.
     """
     models: dict[tuple, DryRunModel] = {}
+    engine.emulate_backend(job.backend, job.backend_devices)
 
     def load(placement: Params, rpc: tuple[str, ...] | None):
         key = (placement, rpc)

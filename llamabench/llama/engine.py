@@ -16,6 +16,7 @@ from ..core import cache_types
 from ..core.errors import EngineError
 from ..memory import speculative
 from ..memory.allocations import Allocations, parse_allocations
+from ..memory.backends import rules_for
 from ..settings.params import Params
 from ..settings.values import rpc_endpoints
 from . import breakdown, pinned_norms
@@ -179,6 +180,20 @@ def _rpc_device(endpoint: str) -> int:
     return _rpc_devices[endpoint]
 
 
+_emulated: dict[str, str] = {}  # endpoint -> the GPU backend whose rules that emulated card answers with
+
+
+def emulate_backend(backend: str | None, endpoints) -> None:
+    """From now on in this process, these RPC endpoints (emulated cards) answer as `backend` does where compute
+    buffers are sized (memory.backends): op offload, allocation sizes, alignment. None: as they are."""
+    for endpoint in list(_emulated):
+        if endpoint in _rpc_devices:
+            breakdown.emulate_backend(_rpc_devices[endpoint], None)
+    _emulated.clear()
+    if backend is not None and backend != "cpu":
+        _emulated.update({e: backend for e in endpoints})
+
+
 SPLIT_MODE_IDS = {"none": 0, "layer": 1}  # enum llama_split_mode
 NO_DEVICE = "none"  # a job's device list ["none"]: the CPU alone, as llama.cpp's `-dev none`, even on a GPU build
 
@@ -186,7 +201,10 @@ NO_DEVICE = "none"  # a job's device list ["none"]: the CPU alone, as llama.cpp'
 def _device(name: str) -> int:
     """A device by what a job names it: an RPC server "HOST:PORT", or a ggml device name (CUDA0, Vulkan0)."""
     if is_endpoint(name):
-        return _rpc_device(name)
+        dev = _rpc_device(name)
+        if name in _emulated:
+            breakdown.emulate_backend(dev, rules_for(_emulated[name], os.environ))
+        return dev
     lib = _ggml()
     lib.ggml_backend_dev_by_name.argtypes = [ctypes.c_char_p]
     lib.ggml_backend_dev_by_name.restype = ctypes.c_void_p
@@ -260,6 +278,7 @@ def _context_params(settings: Params):
                               else lc.LLAMA_FLASH_ATTN_TYPE_DISABLED)
     params.swa_full = settings.swa_full
     params.kv_unified = settings.kv_unified
+    params.op_offload = settings.op_offload  # llama-server's --no-op-offload
     params.no_perf = True
     threads = settings.n_threads or max(1, os.cpu_count() or 1)
     params.n_threads = threads

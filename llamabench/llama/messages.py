@@ -56,6 +56,9 @@ class CreateJob(_Job):
     draft_path: str | None = None
     draft_params: Params | None = None
     draft_rpc: tuple[str, ...] | None = None  # -devd: the draft's own devices (["none"]: none); None: the target's
+    # emulated cards (RPC endpoints of this machine) that answer as this GPU backend does (memory.backends.BACKENDS)
+    backend: str | None = None
+    backend_devices: tuple[str, ...] = ()
     kind: ClassVar[str] = "create"
 
     def __post_init__(self) -> None:
@@ -81,6 +84,8 @@ class DryRunsJob(_Job):
     params: Params  # the placement: -ngl, --n-cpu-moe, -ts...
     rpc: tuple[str, ...] | None = None
     target_path: str | None = None  # an EAGLE3 head's target, loaded beside it with the same placement (ctx_other)
+    backend: str | None = None  # as CreateJob's
+    backend_devices: tuple[str, ...] = ()
     kind: ClassVar[str] = "dry_runs"
 
     def __post_init__(self) -> None:

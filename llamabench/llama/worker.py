@@ -272,12 +272,14 @@ class DryRunChild:
     EngineError naming the file, the signal and llama.cpp's last error line.
     """
 
-    def __init__(self, path: str, placement: Params = Params(), *, rpc=None, target_path: str | None = None):
+    def __init__(self, path: str, placement: Params = Params(), *, rpc=None, target_path: str | None = None,
+                 backend: str | None = None, backend_devices: tuple[str, ...] = ()):
         self.path = path
         self.proc = _start()
         self._events = _EventReader(self.proc.stdout)
         self.rpc = rpc = list(rpc_endpoints(rpc)) or None
-        self._send(DryRunsJob(path, placement, rpc, target_path))
+        self.backend_devices = tuple(backend_devices)  # emulated cards answering as `backend` does
+        self._send(DryRunsJob(path, placement, rpc, target_path, backend=backend, backend_devices=self.backend_devices))
         self._loaded(placement, rpc)
 
     def load(self, placement: Params, rpc=None) -> None:

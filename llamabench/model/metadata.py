@@ -67,12 +67,20 @@ class ModelMetadata:
         return self.name or str(self.keys.get("general.name", "")) or shown_path(self.source)
 
 
+# ggml types a twin file can store (jobs/twin/writer.py): its own and those of published files (tensor_types)
+TWIN_TENSOR_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k",
+                     "q6_k", "tq1_0", "mxfp4", "iq4_nl", "iq4_xs")
+
+
 @dataclass(frozen=True)
 class PublishedQuant:
     name: str
     bytes: int
     source: str
     hf: str | None = None  # OWNER/REPO/FILE.gguf on Hugging Face, for `fit --remote`
+    # the published file's tensor types: (tensor-name pattern, ggml type) rows, the first match of a matrix wins;
+    # a shape twin stores them, so dry runs copy and size these very tensors (op offload), and the weights are theirs
+    tensor_types: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from ..jobs.fit.result import FitResult
 from ..jobs.fit.search import RAM_ADVICE_LLAMA, RAM_FLAGS, FitRow, quality, recommend
 from ..jobs.fit.verify import FitVerification
 from ..memory.allocations import COMPUTE_TOLERANCE_WORDS, PARTS, RAM_TOLERANCE_WORDS
+from ..memory.backends import BACKENDS
 from .fields import Field, table
 
 
@@ -252,6 +253,16 @@ def _spec_cost(result: FitResult, rows: list[FitRow]) -> list[str]:
     return lines
 
 
+def _sized_for(result: FitResult, row) -> str:
+    """The backend an emulated card answered as, and whether op offload of host weights was counted."""
+    rules = BACKENDS.get(result.backend)
+    if rules is None:
+        return ""
+    if not rules.offloads:
+        return f", sized as {rules.label} (no op offload)"
+    return f", sized as {rules.label} (op offload {'counted' if row.settings.op_offload else 'off'})"
+
+
 def render_text(result: FitResult, fmt: str = "text") -> str:
     if fmt == "csv":
         n_cards = max((len(r.devices) for r in result.rows), default=0)
@@ -264,7 +275,7 @@ def render_text(result: FitResult, fmt: str = "text") -> str:
     for budget, n_ctx, rows in _groups(result):
         out.append("")
         out.append(f"{budget.label} (budget {_gib(budget.bytes)} GiB) at n_ctx {n_ctx}, flash attention "
-                   f"{'on' if rows[0].settings.flash_attn else 'off'}; parts in GiB")
+                   f"{'on' if rows[0].settings.flash_attn else 'off'}{_sized_for(result, rows[0])}; parts in GiB")
         out.append(_rows_table(result, rows, fmt))
         out += _verdicts(result, rows)
     out += [""] + [f"note: {escaped(str(n))}" for n in result.notes]  # a note can quote an error that names a file

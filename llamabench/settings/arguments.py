@@ -80,8 +80,11 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
             target.add_argument(*spec.flags, dest=name, action="store_true", default=default, help=help_text)
             continue
         if spec.negated:
-            target.add_argument(*spec.negated, dest=name, type=_Negated(name, listed), metavar="0|1",
-                                help=f"the inverse of {spec.flags[0]} (older llama-bench's spelling)")
+            # alone as llama-server spells them (-nr, --no-op-offload), or with a value as llama-bench (-nr 1)
+            target.add_argument(*spec.negated, dest=name, type=_Negated(name, listed), metavar="0|1", nargs="?",
+                                const=(False,) if listed else False,
+                                help=f"the inverse of {spec.flags[0]}: alone as llama-server spells it, or 0|1 "
+                                     "as llama-bench")
         if name == "output":
             target.add_argument(*spec.flags, dest=name, type=_ArgType(name, False), default=default,
                                 metavar=spec.metavar, help=help_text)

@@ -20,6 +20,7 @@ class Card:
     fp32_tflops: float  # FP32 shader throughput (a conservative ceiling for attention)
     vram_gib: float
     source: str
+    backend: str = "cuda"  # the llama.cpp backend such a card runs by default (--backend's default for it)
 
 
 # Published figures (vendor specification pages / whitepapers).
@@ -34,7 +35,7 @@ CARDS = tuple(Card(*row) for row in (
     ("rtx-3090", "GeForce RTX 3090", 936.0, 35.6, 24, "NVIDIA RTX 3090 specifications"),
     ("rtx-4090", "GeForce RTX 4090", 1008.0, 82.6, 24, "NVIDIA Ada Lovelace architecture whitepaper"),
     ("rtx-5090", "GeForce RTX 5090", 1792.0, 104.8, 32, "NVIDIA RTX 5090 specifications"),
-    ("rx-7900-xtx", "Radeon RX 7900 XTX", 960.0, 61.4, 24, "AMD Radeon RX 7900 XTX specifications"),
+    ("rx-7900-xtx", "Radeon RX 7900 XTX", 960.0, 61.4, 24, "AMD Radeon RX 7900 XTX specifications", "vulkan"),
 ))
 
 

@@ -22,6 +22,7 @@ from ..core import cache_types, serial
 from ..core.units import GIB, MIB
 from .budget import Budget, budget, reserve
 from .values import (
+    backend_name,
     cache_type,
     cpu_mask,
     device_list,
@@ -130,6 +131,10 @@ class Params:
                                sweep=False)
     type_v_draft: str = option(["-ctvd", "--spec-draft-type-v", "--cache-type-v-draft"], cache_type, "f16",
                                "the draft (MTP) context's V cache type (default f16)", sweep=False)
+    op_offload: bool = option(["--op-offload"], on_off, True,
+                              "run a batch's ops on the card even where their weights are in system RAM, copying the "
+                              "weights over (llama.cpp's default; off: llama-server's --no-op-offload)",
+                              negated=("-nopo", "--no-op-offload"))
     n_gpu_layers: int = option(["-ngl", "--n-gpu-layers", "--gpu-layers"], nonneg_int, 0,
                                "layers on the GPU, the output layer counting as one (99: all)")
     n_cpu_moe: int = option(["-ncmoe", "--n-cpu-moe"], nonneg_int, 0,
@@ -218,6 +223,10 @@ _OPTIONS = (
        "llama-server's context checkpoints per slot (its default 32)"),
     _p("verify", ["--verify"], on_off, False, "create the answer for real and compare, device by device",
        action="store_true"),
+    _p("backend", ["--backend"], backend_name, None, "the GPU backend of a card sized without it: cuda, vulkan, metal, "
+       "rocm, or cpu (the emulated card as it is, no op offload); default: what a named card runs (NVIDIA cuda, AMD "
+       "vulkan), else cuda. The emulated card then copies host weights for a batch's ops as that backend does",
+       metavar="NAME"),
     _p("emulate", ["--emulate"], on_off, False, "size (and verify) on an emulated card, llama.cpp's RPC backend on "
        "this CPU, even on a GPU build: a card you do not have, its backend assumed to take every tensor type",
        action="store_true"),

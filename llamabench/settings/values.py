@@ -132,6 +132,17 @@ def parse_runtime(text) -> Runtime:
         raise UsageError(f"'{text}' is not a runtime", hint="llama-server or llama-cpp-python") from None
 
 
+BACKEND_NAMES = ("cuda", "vulkan", "metal", "rocm", "cpu")  # --backend (memory.backends.BACKENDS, the same names)
+
+
+def backend_name(text) -> str:
+    """--backend: the GPU backend an emulated card answers as (cuda, vulkan, metal, rocm), or cpu (as it is)."""
+    key = str(text).strip().lower()
+    if key not in BACKEND_NAMES:
+        raise UsageError(f"'{text}' is not a backend", hint="one of " + ", ".join(BACKEND_NAMES))
+    return key
+
+
 def int_at_least_minus_one(text) -> int:
     """An integer where -1 means "no limit" (llama-server's --cache-ram)."""
     if str(text).strip() == "-1":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from functools import lru_cache
 from importlib.resources import files
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from ..core.errors import CatalogError
 from ..core.suggest import closest
-from ..model.metadata import CatalogEntry, ModelMetadata, PublishedQuant
+from ..model.metadata import TWIN_TENSOR_TYPES, CatalogEntry, ModelMetadata, PublishedQuant
 from .paths import catalog_override
 
 # models.toml lives at the top of the repository; the package holds a link to it, which the wheel ships as a
@@ -49,6 +50,26 @@ def _value(entry_id: str, key: str, item):
     if not isinstance(value, (int, float, str, bool)):
         raise CatalogError(f"catalog entry '{entry_id}': {key} has a value of the wrong type ({type(value).__name__})")
     return value, item["source"]
+
+
+def _tensor_types(entry_id: str, quant: dict) -> tuple[tuple[str, str], ...]:
+    """A published quant's tensor_types: [[pattern, type], ...], each pattern a regular expression, each type one a
+    twin can store."""
+    rows = quant.get("tensor_types", [])
+    if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)
+                                             for r in rows):
+        raise CatalogError(f"catalog entry '{entry_id}': published quant {quant['name']}: tensor_types must be "
+                           "[[pattern, type], ...]")
+    for pattern, dtype in rows:
+        try:
+            re.compile(pattern)
+        except re.error:
+            raise CatalogError(f"catalog entry '{entry_id}': tensor_types pattern {pattern!r} is not a regular "
+                               "expression") from None
+        if dtype.lower() not in TWIN_TENSOR_TYPES:
+            raise CatalogError(f"catalog entry '{entry_id}': tensor_types type {dtype!r} is not one of "
+                               + ", ".join(TWIN_TENSOR_TYPES))
+    return tuple((p, d.lower()) for p, d in rows)
 
 
 def _entry(raw: dict, index: int) -> CatalogEntry:
@@ -93,7 +114,7 @@ def _entry(raw: dict, index: int) -> CatalogEntry:
         if hf is not None and (not isinstance(hf, str) or hf.count("/") < 2):
             raise CatalogError(f"catalog entry '{entry_id}': published quant {q['name']}: "
                                f"hf must be OWNER/REPO/FILE.gguf")
-        quants.append(PublishedQuant(q["name"], q["bytes"], q["source"], hf))
+        quants.append(PublishedQuant(q["name"], q["bytes"], q["source"], hf, _tensor_types(entry_id, q)))
 
     return CatalogEntry(
         id=entry_id,

@@ -10,10 +10,11 @@ import pytest
 import llamabench as lb
 from llamabench.jobs.fit.dry_run_cache import DryRunCache, twin_name
 from llamabench.jobs.fit.probe import ComputeProbe
-from llamabench.jobs.seeds.store import seed_entries
+from llamabench.jobs.seeds.store import SEEDED_DEVICES, seed_entries
 from llamabench.jobs.source import resolve
 from llamabench.jobs.twin.shape import published_weights
 from llamabench.llama import rpc
+from llamabench.memory.backends import DEFAULT_BACKEND
 from llamabench.settings.params import Params
 
 pytestmark = [pytest.mark.slow,
@@ -28,15 +29,15 @@ def shape_twin():  # in each test's own cache, where the tool writes it
 
 
 def test_the_default_twin_has_its_seed(shape_twin):
-    assert len(seed_entries(twin_name(shape_twin), "emulated")) > 100, STALE
+    assert len(seed_entries(twin_name(shape_twin), SEEDED_DEVICES)) > 100, STALE
 
 
 def test_a_sample_of_the_seed_is_what_llama_cpp_answers(shape_twin):
-    entries = seed_entries(twin_name(shape_twin), "emulated")
+    entries = seed_entries(twin_name(shape_twin), SEEDED_DEVICES)
     names = sorted(entries)
     sample = [names[0], names[len(names) // 2], names[-1]]
-    stored = DryRunCache(shape_twin, "emulated")
-    probe = ComputeProbe(shape_twin, emulate_card=True)
+    stored = DryRunCache(shape_twin, SEEDED_DEVICES)
+    probe = ComputeProbe(shape_twin, emulate_card=True, backend=DEFAULT_BACKEND)  # as the default fit sizes
     probe._disk = None  # llama.cpp asked again, nothing read from a cache or the seed
     try:
         for name in sample:

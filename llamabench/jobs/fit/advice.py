@@ -58,6 +58,8 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
         cmd += f" --n-cpu-moe {p.value}"
     if len(p.split) > 1 and any(p.split):
         cmd += " -ts " + ",".join(map(str, p.split))
+    if not s.op_offload:
+        cmd += " --no-op-offload"
     draft = ("-md", _draft_words(result.draft_hint)) if uses_draft_model(s.spec_type) and result.draft_hint else ()
     # -devd after --rpc, which registers the devices it names (llama.cpp reads the flags in order)
     devd = ("-devd", result.draft_devices) if draft and result.draft_devices else ()
@@ -90,6 +92,8 @@ def python_call(result: FitResult, row: FitRow) -> str:
         batch += f", tensor_split=[{', '.join(str(float(n)) for n in p.split)}]"
     if "-sm" in result.server_args:  # -sm none -mg N
         batch += f", split_mode=0, main_gpu={result.server_args[result.server_args.index('-mg') + 1]}"
+    if not s.op_offload:
+        batch += ", op_offload=False"
 
     return (f'llama_cpp.Llama(model_path={python_str(result.model_hint)}, n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
             f"flash_attn={s.flash_attn}, type_k={ggml_type_id(s.type_k)}, type_v={ggml_type_id(s.type_v)}{batch}, "

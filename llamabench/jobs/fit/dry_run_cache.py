@@ -26,6 +26,15 @@ VERSION = 3  # of this cache's layout: a change starts anew
 TWIN_FOLDERS = ("shape-twins", "twins")  # cache folders whose file names carry their content's digest
 
 
+def devices_kind(*, emulated: bool, cpu_alone: bool = False, backend: str | None = None) -> str:
+    """The kind of devices a dry run's answers hold for: an emulated card (answering as a GPU backend does, where
+    one is named: memory.backends), the CPU alone, or the build's own default devices."""
+    kind = "cpu-alone" if cpu_alone else "emulated" if emulated else "build-default"
+    if emulated and backend not in (None, "cpu"):
+        kind += f"|backend={backend}"
+    return kind
+
+
 def file_identity(path: str) -> str:
     st = os.stat(path)
     return f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
@@ -62,7 +71,7 @@ class DryRunCache:
             self.entries = {}  # none, damaged, or not the user's own: dry runs answer again
         self.key = key
         name = twin_name(model_path)  # a twin's dry runs may be shipped (jobs/seeds): the built-in default's
-        self.seed = seed_entries(name, devices) if name and devices == "emulated" else {}
+        self.seed = seed_entries(name, devices) if name and devices.startswith("emulated") else {}
 
     @staticmethod
     def _name(settings: Params) -> str:

@@ -8,6 +8,7 @@ compute buffer. `run_fit` runs one checked `FitRequest` (options.py): resolve, o
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, replace
 from typing import Callable
@@ -19,6 +20,7 @@ from ...core.errors import LlamabenchError, Stalled, UsageError
 from ...core.units import GIB, MIB, file_size
 from ...llama import engine, rpc
 from ...memory import speculative
+from ...memory.backends import VULKAN_RANGE_ENV, BackendRules, rules_for
 from ...memory.runtimes import RuntimeConfig
 from ...model.architectures import no_rule_reason
 from ...model.layout import ModelGeometry, geometry_from_metadata, has_layout_rule, measured_geometry
@@ -62,7 +64,8 @@ def run_fit(request: FitRequest) -> FitAnswer:
                               runtime=request.runtime, ram=None if request.cpu_only else request.ram,
                               remote=request.dry_run_hosts, n_cards=request.n_cards,
                               tensor_split=request.tensor_split, local_offset=request.local_offset,
-                              emulate=request.emulate, quant=request.quant,
+                              emulate=request.emulate, backend=request.backend, op_offload=request.op_offload,
+                              quant=request.quant,
                               spec_params=request.speculative, spec_given=request.spec_given,
                               draft=request.draft is not None)
     if request.draft is not None:
@@ -186,13 +189,15 @@ class _Devices:
     emulate: bool
     cards: str  # the devices, in words
     backend: str  # where the compute buffers are sized, in words
+    rules: BackendRules | None = None  # the GPU backend the emulated cards answer as (None: no emulated card)
 
     @property
     def gpu_build(self) -> bool:
         return bool(self.gpu_devices)
 
 
-def _devices(*, n_cards: int, remote: tuple[str, ...], ram_mode: bool, emulate: bool) -> _Devices:
+def _devices(*, n_cards: int, remote: tuple[str, ...], ram_mode: bool, emulate: bool, backend: str | None = None,
+             op_offload: bool = True) -> _Devices:
     gpu_devices = tuple(engine.gpu_devices())
     gpu_build = bool(gpu_devices)
     n_local = max(0, n_cards - len(remote))
@@ -209,8 +214,22 @@ def _devices(*, n_cards: int, remote: tuple[str, ...], ram_mode: bool, emulate: 
         f"{n_local} emulated cards (one llama.cpp RPC device on 127.0.0.1 each)" if n_local > 1 and emulate
         else "an emulated card (llama.cpp's RPC device on 127.0.0.1)" if emulate
         else f"this build's {', '.join(gpu_devices[:max(n_local, 1)])}")
-    backend = ("system RAM (CPU)" if ram_mode or not (emulate or gpu_build) else f"{cards} and system RAM")
-    return _Devices(gpu_devices, emulate, cards, backend)
+    rules = rules_for(backend, os.environ) if emulate and n_local else None
+    if rules is not None:
+        cards += " " + _answering_as(rules, op_offload)
+    words = ("system RAM (CPU)" if ram_mode or not (emulate or gpu_build) else f"{cards} and system RAM")
+    return _Devices(gpu_devices, emulate, cards, words, rules)
+
+
+def _answering_as(rules: BackendRules, op_offload: bool) -> str:
+    """How an emulated card answers for the backend it stands for, in words."""
+    if not rules.offloads:
+        return "answering as the CPU behind it (--backend cpu: no op offload of host weights)"
+    offload = ("op offload of host weights counted (a batch of 32 or more copies them to the card, "
+               "ggml_backend_sched)" if op_offload else "op offload off (--no-op-offload)")
+    extra = "; CUDA's allocation sizes (f16 K/V for flash attention of a quantized cache)" if rules.cuda_alloc_size \
+        else ""
+    return f"answering as {rules.label} does: {offload}{extra}"
 
 
 @dataclass(frozen=True)
@@ -245,6 +264,10 @@ def _weights_file(source: ModelSource, verify: bool, quant: str | None = None) -
         published = ", ".join(q.name for q in (source.entry.published_quants if source.entry else ())) or "none"
         raise UsageError(f"--quant {quant}: the catalog holds no published {quant} size of {source.label}",
                          hint=f"published: {published}; or give the GGUF file")
+    if chosen and chosen.tensor_types:  # the twin stores the published file's own types: its tensors are the weights
+        return _WeightsFile(str(shape), meta, f"the published {chosen.name} file's tensor types (models.toml) on a "
+                            f"full-size shape twin: {file_size(meta.weights_bytes)} of tensors (published file "
+                            f"{file_size(chosen.bytes)})", f"{source.label}-{chosen.name}.gguf")
     if chosen:
         return _WeightsFile(str(shape), meta, f"published {chosen.name} file size {file_size(chosen.bytes)} "
                             "(models.toml), spread over tensors by parameter count: an estimate",
@@ -272,13 +295,20 @@ def _weights_words(file: _WeightsFile, weights: WeightsBreakdown, devices: _Devi
         backend_weights = ""
     elif file.scale is not None:  # a published size spread over the shape twin's tensors: not the backend's bytes
         backend_weights = "; assumes a backend that takes every tensor type (no file of that size to dry-run)"
+    elif devices.rules is not None and devices.rules.max_tensor_bytes:
+        on = devices.cards.split(' answering')[0]
+        backend_weights = (f"; what each card takes read from llama.cpp's dry run on {on}"
+                           f" refusing, as {devices.rules.label} does, an op on a tensor over "
+                           f"{devices.rules.max_tensor_bytes / MIB:,.0f} MiB (maxStorageBufferRange; "
+                           f"{VULKAN_RANGE_ENV} sets the target card's)")
     elif remote or (devices.gpu_build and not devices.emulate):
         backend_weights = (f"; what each device takes read from llama.cpp's dry run on {devices.cards} (a backend "
                            "may refuse a tensor's type or size: llama_model::load_tensors asks buft_supported, and "
                            "done_getting_tensors logs it kept on the CPU)")
     else:
-        sized_on = ("the emulated card it was sized on does (llama.cpp's RPC backend on this CPU)" if devices.emulate
-                    else "this CPU build does")
+        sized_on = (f"{devices.rules.label} does" if devices.rules is not None and devices.rules.name != "cpu"
+                    else "the emulated card it was sized on does (llama.cpp's RPC backend on this CPU)"
+                    if devices.emulate else "this CPU build does")
         backend_weights = (f"; assumes a backend that takes every tensor type, as {sized_on}; a CUDA, Vulkan or "
                            "Metal build may keep some on the CPU, and `fit` run on that build reads them from "
                            "its backend")
@@ -301,7 +331,8 @@ def _basis(source: ModelSource, *, weights: str, geometry: ModelGeometry, device
                    f"{devices.backend}: each card's and the host's buffers apart"
                    + ("; with several devices llama.cpp pipelines the layers (pipeline parallelism): every "
                       "card holds a compute buffer of its own" if n_cards > 1 else "")
-                   + ("" if devices.gpu_build and not devices.emulate else "; a CUDA build's buffers may differ"),
+                   + ("" if devices.gpu_build and not devices.emulate or devices.rules is not None
+                      else "; a GPU build's buffers may differ (op offload of host weights)"),
         "reserve": ("none in system RAM (the --ram budget is all usable)" if ram_mode
                     else ("+".join(f"{r / MIB:.0f}" for r in reserve) + " MiB kept free on the cards, one each,"
                           if isinstance(reserve, tuple) else f"{reserve / MIB:.0f} MiB kept free")
@@ -331,9 +362,10 @@ class FitSession:
              ram_mode: bool = False, runtime: RuntimeConfig = RuntimeConfig(),
              ram: Budget | None = None, remote: tuple[str, ...] = (), n_cards: int = 1,
              tensor_split: tuple[float, ...] = (), local_offset: int = 0, emulate: bool = False,
-             quant: str | None = None, spec_params: Params = Params(),
-             spec_given: str | None = None, draft: bool = False) -> "FitSession":
-        devices = _devices(n_cards=n_cards, remote=remote, ram_mode=ram_mode, emulate=emulate)
+             backend: str | None = None, op_offload: bool = True, quant: str | None = None,
+             spec_params: Params = Params(), spec_given: str | None = None, draft: bool = False) -> "FitSession":
+        devices = _devices(n_cards=n_cards, remote=remote, ram_mode=ram_mode, emulate=emulate, backend=backend,
+                           op_offload=op_offload)
         gpu_devices, gpu_build, emulate = devices.gpu_devices, devices.gpu_build, devices.emulate
         file = _weights_file(source, verify, quant)
         speculative.check_not_a_head(file.meta.architecture, source.label, "fit")
@@ -358,7 +390,8 @@ class FitSession:
             notes.append("SWA layers sized with swa_full off (llama-server's default; Llama(swa_full=False))")
         probe_options = dict(emulate_card=emulate, remote=remote,
                              local_devices=() if ram_mode else gpu_devices[local_offset:],
-                             cpu_alone=ram_mode and gpu_build and runtime.is_server)
+                             cpu_alone=ram_mode and gpu_build and runtime.is_server,
+                             backend=devices.rules.name if devices.rules else None)
         session = cls(name=source.name, geometry=geometry, weights=weights,
                       probe=ComputeProbe(file.path, **probe_options, read_weights=file.scale is None),
                       basis=basis,
@@ -369,7 +402,10 @@ class FitSession:
         session.spec_types, session.weights_of, session.spec_params = spec_types, weights_of, spec_params
         if len(spec_types) > 1:
             session.basis["speculative"] = spec_words(geometry, spec_types, spec_params)
-        session.emulate = emulate
+        session.emulate, session.backend, session.op_offload = emulate, devices.rules, op_offload
+        if backend is not None and devices.rules is None and not ram_mode and gpu_build:
+            notes.append(f"--backend {backend}: not used, this build's own devices were sized (--emulate sizes a card "
+                         "you do not have)")
         used, count = file.meta.arch_count("expert_used_count"), file.meta.arch_count("expert_count")
         session.expert_share = used / count if count else 1.0
         session.gpu_devices = gpu_devices[local_offset:]  # -sm none -mg N: from the chosen card on
@@ -383,6 +419,8 @@ class FitSession:
     weights_of: dict[str, WeightsBreakdown] = {}  # the weights llama-server loads with each (MTP: the NextN layers)
     spec_params: Params = Params()  # --spec-draft-n-max, -ctkd, -ctvd
     emulate = False  # the cards are emulated (RPC servers of this machine's CPU)
+    backend: BackendRules | None = None  # the GPU backend the emulated cards answer as
+    op_offload = True  # llama.cpp's op offload (off: --no-op-offload)
     gpu_devices: tuple[str, ...] = ()  # a GPU build's devices, in order
     remote: tuple[str, ...] = ()  # --rpc hosts
 
@@ -419,7 +457,8 @@ class FitSession:
         target = self.probe.path if kind == speculative.EAGLE3 else None
         names, self.draft_devices = devices if devices is not None else ("", None)
         in_ram = self.draft_devices == ()  # -devd none: no device at all, its dry runs too
-        options = dict(self.probe_options, emulate_card=False, remote=(), local_devices=(), cpu_alone=True) \
+        options = dict(self.probe_options, emulate_card=False, remote=(), local_devices=(), cpu_alone=True,
+                                           backend=None) \
             if in_ram else self.probe_options
         probe = ComputeProbe(file.path, **options, read_weights=file.scale is None, target_path=target)
         fitter = Fitter(geometry, weights, probe, reserve=0, ram_mode=self.ram_mode or in_ram,
@@ -462,7 +501,7 @@ class FitSession:
             for budget, n_ctx, (type_k, type_v), spec in cells:
                 settings = self.runtime.context(self.spec_params.replace(
                     n_ctx=n_ctx, type_k=type_k, type_v=type_v, flash_attn=self.flash_attn, n_ubatch=self.n_ubatch,
-                    spec_type=spec))
+                    spec_type=spec, op_offload=self.op_offload))
                 try:
                     found = fitters[spec].rows(budget, settings, placements)
                 except Stalled:
@@ -495,7 +534,7 @@ class FitSession:
                          server_args=self.runtime.server_flags(self.geometry) + tuple(server_args),
                          draft_hint=self.draft_hint, draft_devices=self.draft_device_names,
                          dry_runs=self.probe.calls, runtime=self.runtime, ram=self.ram,
-                         machine_ram=sysinfo.total_ram_bytes())
+                         machine_ram=sysinfo.total_ram_bytes(), backend=self.backend.name if self.backend else "")
 
     def backend_weights_note(self, fitter: Fitter, row) -> None:
         """Where the backend refused tensors the file's layout puts on a card: say how much it kept on the CPU."""

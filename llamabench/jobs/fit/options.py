@@ -12,8 +12,10 @@ from typing import Any, Callable
 
 from ...core.errors import UsageError
 from ...llama import rpc as rpc_backend
+from ...memory.backends import DEFAULT_BACKEND
 from ...memory.runtimes import RuntimeConfig, parse_runtime
 from ...settings.budget import Budget, Card
+from ...settings.cards import find_card
 from ...settings.params import SCHEMA, Params
 from ...settings.sweep import MAX_FIT_CELLS, check_plan_size, parse_value
 from ...settings.values import device_positions
@@ -22,7 +24,7 @@ from ..arguments import call_values
 from .search import Placement, PlacementKind
 
 FIT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_ubatch", "n_gpu_layers", "n_cpu_moe", "tensor_split",
-              "split_mode", "main_gpu", "spec_type", "spec_draft_n_max", "type_k_draft", "type_v_draft")
+              "split_mode", "main_gpu", "spec_type", "spec_draft_n_max", "type_k_draft", "type_v_draft", "op_offload")
 FIT_LISTS = ("n_ctx", "type_k", "type_v", "n_gpu_layers", "n_cpu_moe")
 FIT_DEFAULTS = {"type_k": ("f16", "q8_0", "q4_0"), "type_v": ("f16", "q8_0", "q4_0")}
 
@@ -40,11 +42,13 @@ class FitRequest:
     placements: tuple[Placement, ...]  # () : searched
     flash_attn: bool
     n_ubatch: int
+    op_offload: bool  # llama.cpp's op offload of host weights (off: llama-server's --no-op-offload)
     reserve: int | tuple[int, ...]
     ram: Budget | None  # --ram
     runtime: RuntimeConfig
     cpu_only: bool = False
     emulate: bool = False
+    backend: str | None = None  # the GPU backend emulated cards answer as (--backend, or the cards' own); None: none
     verify: bool = False
     rpc_hosts: tuple[str, ...] = ()
     dry_run_hosts: tuple[str, ...] = ()  # the --rpc hosts the dry runs use (-sm none: the -mg one, if remote)
@@ -73,7 +77,7 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                 ram=None, cpu_only: bool = False, reserve=None, verify: bool = False, emulate: bool = False,
                 mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None,
                 remote: bool = False, runtime=None, n_seq=None, kv_unified=None, cache_ram=None, ctx_checkpoints=None,
-                rpc=None, model_draft=None, n_gpu_layers_draft=None, device_draft=None,
+                rpc=None, model_draft=None, n_gpu_layers_draft=None, device_draft=None, backend=None,
                 progress=None) -> FitRequest:
     """`lb.fit`'s arguments checked and parsed (`params`: the schema's, by name); `local_budgets` gives the
     budgets without --vram (a GPU build's free memory)."""
@@ -120,8 +124,9 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
     return FitRequest(model, remote_model(model, quant) if remote else model,
                       tuple([Budget(f"{ram_budget.label} RAM", ram_budget.bytes)] if cpu_only else budgets),
                       tuple(budgets), tuple(contexts), tuple(pairs), tuple(placements),
-                      values["flash_attn"], values["n_ubatch"], ram=ram_budget, runtime=config, cpu_only=cpu_only,
-                      emulate=emulate, verify=verify, rpc_hosts=rpc_hosts, server_args=server_args, mmproj=mmproj,
+                      values["flash_attn"], values["n_ubatch"], values["op_offload"], ram=ram_budget, runtime=config,
+                      cpu_only=cpu_only, emulate=emulate, backend=target_backend(backend, budgets, cpu_only),
+                      verify=verify, rpc_hosts=rpc_hosts, server_args=server_args, mmproj=mmproj,
                       no_mmproj_offload=no_mmproj_offload, quant=None if remote else quant,
                       speculative=Params(spec_draft_n_max=values["spec_draft_n_max"],
                                          type_k_draft=values["type_k_draft"], type_v_draft=values["type_v_draft"]),
@@ -131,6 +136,23 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
                                                                                      n_gpu_layers_draft, listed=False),
                       draft_devices=_draft_devices(device_draft, model_draft, budgets, rpc_hosts, cpu_only),
                       progress=progress if callable(progress) else None, **split)
+
+
+def target_backend(given, budgets: list[Budget], cpu_only: bool) -> str | None:
+    """The GPU backend a card sized without it answers as (memory.backends): --backend as given; else what the cards
+    named in --vram run (an NVIDIA name CUDA, an AMD name Vulkan); else CUDA, what most who ask run. None with
+    --cpu-only (no card)."""
+    if cpu_only:
+        if given is not None:
+            raise UsageError("--cpu-only uses no card: --backend does not apply", hint="leave out --backend")
+        return None
+    if given is not None:
+        return parse_value("backend", given, listed=False)
+    named = {card.backend for b in budgets for d in b.devices if (card := find_card(d.label)) is not None}
+    if len(named) > 1:
+        raise UsageError(f"the cards named run different backends ({', '.join(sorted(named))}): one llama.cpp build "
+                         "sizes one", hint="give --backend cuda|vulkan|rocm")
+    return named.pop() if named else DEFAULT_BACKEND
 
 
 def _spec_given(values: dict[str, Any], params: dict[str, Any], model_draft, config: RuntimeConfig) -> str | None:

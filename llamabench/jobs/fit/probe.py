@@ -8,6 +8,7 @@ it does for a GPU; with --cpu-only the CPU alone. One no_alloc model per placeme
 
 from __future__ import annotations
 
+import os
 import re
 from contextlib import ExitStack
 from typing import Callable
@@ -18,9 +19,10 @@ from ...llama.engine import NO_DEVICE
 from ...llama.rpc import emulated_card
 from ...llama.worker import DryRunChild
 from ...memory.allocations import HOST, Allocations
+from ...memory.backends import rules_for
 from ...memory.speculative import MTP
 from ...settings.params import Params
-from .dry_run_cache import DryRunCache, file_identity
+from .dry_run_cache import DryRunCache, devices_kind, file_identity
 from .search import ComputeSplit
 
 _UNTAKEN_TENSOR = re.compile(r"pre-allocated tensor \((\S+)\) in a buffer \((\S+)\) that cannot run")
@@ -70,13 +72,17 @@ class ComputeProbe:
 
     def __init__(self, path: str, *, emulate_card: bool = False, remote: tuple[str, ...] = (),
                  local_devices: tuple[str, ...] = (), cpu_alone: bool = False, read_weights: bool = True,
-                 target_path: str | None = None):
+                 target_path: str | None = None, backend: str | None = None):
         self.path = path
         self.target_path = target_path  # an EAGLE3 head's target, loaded beside it in each dry run (ctx_other)
         self.emulate_card = emulate_card
         self.remote = tuple(remote)
         self.local_devices = tuple(local_devices)  # a GPU build's device names, in order
         self.cpu_alone = cpu_alone  # --cpu-only on a GPU build: no device at all (no op offload to the GPU)
+        # the GPU backend the emulated cards answer as (memory.backends): op offload, allocation sizes, and the
+        # tensors it refuses (then the weights each card takes are read from the dry runs, as on a real device)
+        self.backend = backend if emulate_card else None
+        self.rules = rules_for(self.backend, os.environ)
         self.read_weights = read_weights  # False: the weights are an estimate (a published size), not this file's
         self._stack = ExitStack()
         self._emulated: list[str] = []
@@ -87,7 +93,7 @@ class ComputeProbe:
         self.calls = 0
         self._disk: DryRunCache | None = None
         if not self.weights_from_backend and (self.emulate_card or not self.local_devices) and not self.remote:
-            kind = "cpu-alone" if cpu_alone else "emulated" if emulate_card else "build-default"
+            kind = devices_kind(emulated=emulate_card, cpu_alone=cpu_alone, backend=self.rules and self.rules.key)
             if target_path is not None:  # a head's dry runs depend on its target too
                 kind += f"|target={file_identity(target_path)}"
             self._disk = DryRunCache(path, kind)
@@ -114,10 +120,20 @@ class ComputeProbe:
             local = ()
         return self.remote[:n_devices] + local
 
+    @property
+    def _backend_devices(self) -> tuple[str, ...]:
+        """The emulated cards given the backend's rules (all of them; remote hosts answer as they are)."""
+        return tuple(self._emulated) if self.backend not in (None, "cpu") else ()
+
     def _child(self, placement: Params, devices: tuple[str, ...]) -> DryRunChild:
         rpc = [NO_DEVICE] if self.cpu_alone else list(devices) or None
         if self._model is None:
-            self._model = DryRunChild(self.path, placement, rpc=rpc, target_path=self.target_path)
+            self._model = DryRunChild(self.path, placement, rpc=rpc, target_path=self.target_path,
+                                      backend=self.backend, backend_devices=self._backend_devices)
+        elif self._model.backend_devices != self._backend_devices:  # more emulated cards: a child that knows them
+            self._model.close()
+            self._model = None
+            return self._child(placement, devices)
         elif self._model.placement != placement or self._model.rpc != rpc:
             self._model.load(placement, rpc)
         return self._model
@@ -176,10 +192,12 @@ class ComputeProbe:
 
     @property
     def weights_from_backend(self) -> bool:
-        """Real devices (a GPU build's, remote hosts): the weights each takes are read from llama.cpp's dry run.
-        An emulated card alone is this CPU's backend, which takes every tensor type: the file's tensors place
-        exactly there."""
-        return self.read_weights and (bool(self.remote) or (bool(self.local_devices) and not self.emulate_card))
+        """Real devices (a GPU build's, remote hosts), or emulated cards answering as a backend that refuses tensors
+        past a size (Vulkan): the weights each takes are read from llama.cpp's dry run. An emulated card otherwise
+        takes every tensor type: the file's tensors place exactly there."""
+        refuses = self.rules is not None and self.rules.max_tensor_bytes > 0  # an emulated Vulkan card
+        return self.read_weights and (bool(self.remote) or (bool(self.local_devices) and not self.emulate_card)
+                                      or refuses)
 
     def close(self) -> None:
         if self._disk is not None:

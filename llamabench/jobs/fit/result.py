@@ -30,6 +30,7 @@ class FitResult:
     machine_ram: int = 0  # the RAM of the machine the fit ran on (psutil), for a warning without --ram; 0: unknown
     draft_hint: str = ""  # -md DRAFT (and -ngld) as the printed command names it; "": no draft model
     draft_devices: str = ""  # -devd as given ("none", "CUDA1"); "": the target's devices
+    backend: str = ""  # the GPU backend the emulated cards answered as (memory.backends: "cuda"...); "": none emulated
 
     @property
     def spec_types(self) -> tuple[str, ...]:

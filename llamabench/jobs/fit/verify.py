@@ -123,16 +123,21 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
             local = [stack.enter_context(emulated_card()) for _ in range(n_local)]
         else:  # a GPU build's own devices, named as the fit's dry runs named them, after the remote hosts
             local = list(session.gpu_devices[:n_local])
+        # emulated cards answer as the backend the fit sized for (op offload, allocation sizes), as in its dry runs
+        rules = getattr(session, "backend", None)
+        emulated = tuple(local) if rules is not None and rules.offloads | rules.cuda_alloc_size else ()
+        backend = dict(backend=rules.name, backend_devices=emulated) if emulated else {}
         checks = []
         for row in rows:
-            check, stalled = _verify_row(row, session, result, tuple(session.remote) + tuple(local))
+            check, stalled = _verify_row(row, session, result, tuple(session.remote) + tuple(local), backend)
             checks.append(check)
             if stalled:  # a device that stopped answering: every other row would wait as long
                 return FitVerification(tuple(checks), error=check.error)
         return FitVerification(tuple(checks))
 
 
-def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, ...]) -> tuple[PlacementCheck, bool]:
+def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, ...],
+                backend: dict) -> tuple[PlacementCheck, bool]:
     """The row created for real and set against its prediction; and whether its devices stalled."""
     p = row.placement
     params = p.params(row.settings, result.n_layer_all).replace(repack=False, n_threads=2)
@@ -146,7 +151,7 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
         draft = dict(draft_path=fitter.compute_bytes.path, draft_params=draft_placement(own, p, chosen).params(
             draft_context(row.settings), fitter.n_layer_all).replace(repack=False, n_threads=2),
             draft_rpc=None if chosen is None else [devices[i] for i in chosen] or [NO_DEVICE])
-    outcome = run_job(CreateJob(session.verify_path, params, devices, **draft),
+    outcome = run_job(CreateJob(session.verify_path, params, devices, **draft, **backend),
                       lambda e: allocs.append(e) if isinstance(e, Alloc) else None)
     what = (f"n_ctx {row.settings.n_ctx}, {row.settings.type_k}/{row.settings.type_v} KV, "
             f"{describe_placement(p, result.n_layer_all)}"
@@ -156,7 +161,8 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
              else f"{n_devices} devices ({', '.join(devices)})" if n_devices > 1
              else f"the GPU {devices[0]}" if not is_endpoint(devices[0])
              else f"the remote host {devices[0]}" if devices[0] in session.remote
-             else f"an emulated card (llama.cpp RPC device on {devices[0]})")
+             else f"an emulated card (llama.cpp RPC device on {devices[0]}"
+             + (f", answering as {backend['backend']} does)" if backend else ")"))
     if not allocs:
         failed = PlacementCheck(what, where, row.settings.n_ctx, ram_mode=session.ram_mode,
                                 error=f"llama.cpp could not create the context: {outcome.failure}")

@@ -9,6 +9,7 @@ from typing import Callable
 
 from ...core.errors import UsageError
 from ...memory import speed
+from ...memory.backends import OP_OFFLOAD_MIN_BATCH
 from ...memory.layer_split import layer_devices
 from ...settings.params import Params
 from ...world import bandwidth
@@ -73,5 +74,8 @@ def placement_speed(meta, geometry, p: Params, card_model: speed.SpeedModel, hos
     where += (", " if where and on_host else "") + (f"{on_host} of {n_layer} layers in RAM (-ngl {ngl})"
                                                      if on_host else "")
     basis = (f"{where}: the card reads its part at its bandwidth, then {host.basis} the rest; each crossing moves "
-             f"{geometry.n_embd * speed.ACTIVATION_BYTES:,} B of activations over PCIe ({speed.PCIE_LINK_GBPS:g} GB/s)")
+             f"{geometry.n_embd * speed.ACTIVATION_BYTES:,} B of activations over PCIe ({speed.PCIE_LINK_GBPS:g} GB/s)"
+             "; "
+             f"a decoded token is a batch of 1, below the {OP_OFFLOAD_MIN_BATCH} tokens at which CUDA, Vulkan and "
+             "Metal copy host weights to the card (op offload, a prefill's cost): the part in RAM runs on the CPU")
     return PlacementSpeed(seconds, basis)

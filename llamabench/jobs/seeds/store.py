@@ -13,8 +13,13 @@ import hashlib
 import json
 from pathlib import Path
 
+from ...memory.backends import DEFAULT_BACKEND
+
 SEEDS = Path(__file__).resolve().parent  # the JSON files beside this module (jobs/seeds/)
 SEED_VERSION = 1  # of the seeds' layout
+# the devices the built-in default's first fit sizes on: an emulated card answering as CUDA does (memory.backends;
+# jobs.fit.dry_run_cache.devices_kind spells the same)
+SEEDED_DEVICES = f"emulated|backend={DEFAULT_BACKEND}"
 
 
 def seed_name(twin_name: str, devices: str) -> str:
@@ -32,7 +37,7 @@ def seed_entries(twin_name: str, devices: str, folder: Path | None = None) -> di
     return entries if isinstance(entries, dict) else {}
 
 
-def is_seeded(twin_name: str, devices: str = "emulated", folder: Path | None = None) -> bool:
+def is_seeded(twin_name: str, devices: str = SEEDED_DEVICES, folder: Path | None = None) -> bool:
     """Whether llama.cpp answered dry runs on a twin of this name (so it creates contexts on it)."""
     return bool(seed_entries(twin_name, devices, folder))
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 import gguf
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
 
 from ...core.errors import EngineError, LlamabenchError
 from ...llama import worker
@@ -166,18 +167,26 @@ def twin_tensors(tensors: tuple[TensorShape, ...]) -> tuple[TensorShape, ...]:
     return tuple(t for t in tensors if not sidecar(t.name))
 
 
-def _dtype(t: TensorShape, compact: bool) -> str:
+def _dtype(t: TensorShape, compact: bool, types: tuple[tuple[str, str], ...] = ()) -> str:
     """How a tensor is stored: as llama.cpp created it (f32), or where `compact` a big matrix in tq1_0 (1.69 bits
     a weight) where its row allows, else f16. Not q4_0 / q8_0: on CPUs with AMX those go to the AMX buffer type,
-    whose matmul crashed (SIGSEGV in ggml_backend_amx_mul_mat) on a q4_0 {32, 4096} matrix."""
+    whose matmul crashed (SIGSEGV in ggml_backend_amx_mul_mat) on a q4_0 {32, 4096} matrix. `types`: a published
+    file's types, (name pattern, type) rows, the first that matches a matrix whose row the type's block divides
+    (dry runs only: they load with no repacked buffer types)."""
+    if len(t.shape) >= 2:
+        for pattern, dtype in types:
+            block = GGML_QUANT_SIZES[GGMLQuantizationType[dtype.upper()]][0]
+            if re.search(pattern, t.name) and t.shape[0] % block == 0:
+                return dtype
     if (compact and len(t.shape) >= 2 and t.n_elements >= COMPACT_MIN_ELEMENTS
             and not any(word in t.name for word in KEEP_F32)):
         return "tq1_0" if t.shape[0] % COMPACT_ROW == 0 else "f16"
     return GGML_TYPE_NAMES.get(t.ggml_type, "f32")
 
 
-def tensor_specs(tensors: tuple[TensorShape, ...], *, compact: bool = False) -> list[TensorSpec]:
-    return [TensorSpec(t.name, t.shape, _dtype(t, compact), fill="zeros") for t in twin_tensors(tensors)]
+def tensor_specs(tensors: tuple[TensorShape, ...], *, compact: bool = False,
+                 types: tuple[tuple[str, str], ...] = ()) -> list[TensorSpec]:
+    return [TensorSpec(t.name, t.shape, _dtype(t, compact, types), fill="zeros") for t in twin_tensors(tensors)]
 
 
 def write_from_metadata(
@@ -187,6 +196,7 @@ def write_from_metadata(
     tensors: tuple[TensorShape, ...] | None = None,
     tensors_of: Callable[[Metadata], tuple[TensorShape, ...]] = worker.model_tensors,
     compact: bool = False,
+    types: tuple[tuple[str, str], ...] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> WrittenTwin:
     """A twin of exactly this metadata (a vocabulary added where it has none): the tensors llama.cpp creates for
@@ -196,7 +206,7 @@ def write_from_metadata(
     keys = with_vocab(metadata)
     arch = keys["general.architecture"].value
     listed = tensors if tensors is not None else tensors_of(keys)
-    specs = tensor_specs(listed, compact=compact)
+    specs = tensor_specs(listed, compact=compact, types=types)
     size = write_gguf(out_path, arch, keys, specs, n_vocab=0, progress=progress)
     out = Path(out_path)
     st = out.stat()
@@ -317,13 +327,14 @@ def _layer_kinds(metadata: Metadata) -> list | None:
 
 
 def _write_checked(keys: dict[str, GgufValue], tensors: tuple[TensorShape, ...], out_path,
-                   progress, *, checked: bool = True) -> WrittenTwin:
+                   progress, *, checked: bool = True, types: tuple[tuple[str, str], ...] = ()) -> WrittenTwin:
     """Big matrices in tq1_0 where llama.cpp then still creates a context; else every tensor in f32. `checked`
-    off: the compact file is known to work (llama.cpp answered dry runs on these very bytes)."""
-    twin = write_from_metadata(keys, out_path, tensors=tensors, compact=True, progress=progress)
-    compacted = any(_dtype(t, True) != _dtype(t, False) for t in tensors)
+    off: the compact file is known to work (llama.cpp answered dry runs on these very bytes). `types`: a published
+    file's tensor types, kept in either case."""
+    twin = write_from_metadata(keys, out_path, tensors=tensors, compact=True, types=types, progress=progress)
+    compacted = any(_dtype(t, True, types) != _dtype(t, False, types) for t in tensors)
     if compacted and checked and not _dry_run_ok(twin.path):
-        twin = write_from_metadata(keys, out_path, tensors=tensors, compact=False, progress=progress)
+        twin = write_from_metadata(keys, out_path, tensors=tensors, compact=False, types=types, progress=progress)
     return twin
 
 
@@ -358,10 +369,11 @@ def write_generic_twin(meta: ModelMetadata, out_path: str | os.PathLike, *,
 
 
 def write_generic_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike, n_vocab: int, *,
-                             checked: bool = True) -> WrittenTwin:
-    """Every real size and the real vocabulary size (`n_vocab`), all data zero, big matrices in tq1_0."""
+                             checked: bool = True, types: tuple[tuple[str, str], ...] = ()) -> WrittenTwin:
+    """Every real size and the real vocabulary size (`n_vocab`), all data zero, big matrices in tq1_0 (or, with
+    `types`, in a published file's types)."""
     keys, tensors = listed_tensors(shape_twin_keys(meta, n_vocab))
-    return _write_checked(keys, tensors, out_path, None, checked=checked)
+    return _write_checked(keys, tensors, out_path, None, checked=checked, types=types)
 
 
 def shape_twin_keys(meta: ModelMetadata, n_vocab: int) -> dict[str, GgufValue]:

@@ -15,17 +15,13 @@ import numpy as np
 from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFValueType, GGUFWriter
 
 from ...core.errors import LlamabenchError
+from ...model.metadata import TWIN_TENSOR_TYPES
 from ...world.outputs import write_with
 
 ALIGNMENT = 32  # GGUF default general.alignment
 N_VOCAB = 3 + 256  # <unk>, <s>, </s> and the 256 byte tokens
-_TYPES = {
-    "f32": GGMLQuantizationType.F32,
-    "f16": GGMLQuantizationType.F16,
-    "q8_0": GGMLQuantizationType.Q8_0,
-    "q4_0": GGMLQuantizationType.Q4_0,
-    "tq1_0": GGMLQuantizationType.TQ1_0,
-}
+# the tensor types a twin may store: its own (f32, f16, tq1_0) and a published file's (models.toml tensor_types)
+_TYPES = {name: GGMLQuantizationType[name.upper()] for name in TWIN_TENSOR_TYPES}
 GGML_TYPE_NAMES = {int(t): name for name, t in _TYPES.items()}  # enum ggml_type -> the dtypes a TensorSpec takes
 
 
