@@ -33,9 +33,11 @@ test: $(STAMP) tools
 test-fast: $(STAMP)
 	$(PY) -m pytest -m "not slow" --durations=15
 
-# llama.cpp's own llama-server and ggml-rpc-server, the judges of the printed commands: built once into the cache
+# llama.cpp's own llama-server and ggml-rpc-server, the judges of the printed commands: built once into the cache;
+# then its Vulkan build (Mesa's lavapipe device), the judge of a GPU backend's op offload, where it can be built
 tools:
 	bash scripts/build_llama_tools.sh >/dev/null
+	BACKEND=vulkan bash scripts/build_llama_tools.sh >/dev/null || echo "the Vulkan tools could not be built here: the Vulkan judges skip, saying why" >&2
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

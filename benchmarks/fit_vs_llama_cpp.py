@@ -83,7 +83,7 @@ def compare(label: str, path: str, endpoint: str, tools: Path, budget_mib: int, 
     theirs = llama_fit(tools, path, endpoint, n_ctx, margin)
     t_theirs = time.perf_counter() - t0
     t0 = time.perf_counter()
-    result = lb.fit(path, n_ctx=n_ctx, vram=f"{budget_mib}MiB", reserve=0).fit
+    result = lb.fit(path, n_ctx=n_ctx, vram=f"{budget_mib}MiB", reserve=0, backend="cpu").fit  # as its RPC card
     t_ours = time.perf_counter() - t0
     rows = result.rows_for(f"{budget_mib}MiB", n_ctx)
     ours = recommend([r for r in rows if r.settings.type_k == "f16"])

@@ -109,7 +109,7 @@ def main() -> None:
                     theirs["self_mib"] = llama_fit(args.tools, shape, devs, args.ctx, margins, fixed)["self_mib"]
                 vram = "+".join(f"{b}MiB" for b in budgets)
                 t0 = time.perf_counter()
-                result = lb.fit(shape, n_ctx=args.ctx, vram=vram, reserve=0, n_seq=1).fit
+                result = lb.fit(shape, n_ctx=args.ctx, vram=vram, reserve=0, n_seq=1, backend="cpu").fit
                 t_ours = time.perf_counter() - t0
                 ours = recommend([r for r in result.rows_for(vram, args.ctx) if r.settings.type_k == "f16"])
                 best = recommend(result.rows_for(vram, args.ctx))

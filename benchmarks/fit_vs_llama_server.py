@@ -51,7 +51,7 @@ def main() -> int:
     out = []
     for name, path, n_ctx, options in cases():
         t0 = time.perf_counter()
-        server_fit = lb.fit(path, n_ctx=n_ctx, vram="64GiB", type_k="f16", type_v="f16", **options)
+        server_fit = lb.fit(path, n_ctx=n_ctx, vram="64GiB", type_k="f16", type_v="f16", backend="cpu", **options)
         t_fit = time.perf_counter() - t0
         python_options = {k: v for k, v in options.items() if k != "n_seq"}
         python_fit = lb.fit(path, n_ctx=n_ctx, vram="64GiB", type_k="f16", type_v="f16", runtime="llama-cpp-python",

@@ -208,7 +208,7 @@ def started_card_by_card(command: str, row, lines: int = 1):
 def test_the_printed_llama_server_line_allocates_the_fit_card_by_card(model, vram, n_ctx, request):
     path = str(request.getfixturevalue(model)) if model in ("gemma", "qwen") else model
     record = lb.fit(path, vram=vram, n_ctx=n_ctx, type_k="f16", type_v="f16", reserve=0,
-                    verify=model == "qwen3-5-35b-a3b")
+                    verify=model == "qwen3-5-35b-a3b", backend="cpu")  # the judge's cards: ggml-rpc-server
     row = record.fit.recommended(vram, n_ctx)
     command = llama_server_command(record.fit, row)
     assert f"-ts {','.join(map(str, row.placement.split))}" in command
@@ -372,7 +372,7 @@ def test_a_draft_model_on_two_cards(qwen, device_draft):
     target's and the draft's buffers the fit predicted (two models, two contexts: two roundings)."""
     vram = "768MiB+768MiB"
     record = lb.fit(str(qwen), vram=vram, n_ctx=8192, type_k="f16", type_v="f16", reserve=0, model_draft=str(qwen),
-                    device_draft=device_draft)
+                    device_draft=device_draft, backend="cpu")  # the judge's cards: ggml-rpc-server
     row = record.fit.recommended(vram, 8192, "draft-simple")
     assert row is not None and len(row.placement.split) == 2
     command = llama_server_command(record.fit, row)

@@ -36,8 +36,10 @@ def compute_close(predicted: int, allocated: int) -> bool:
 def started(path: str, n_ctx: int, *, spec: str = "none", **fit_options):
     """Fit one placement, start its printed llama-server line on an emulated card; (row, card, host, run).
     `spec`: the row of that --spec-type (fit sizes draft-mtp beside none where the model has an MTP layer)."""
-    # sized on an emulated card even on a GPU build: the judge below is llama-server on one
-    record = lb.fit(path, n_ctx=n_ctx, vram="64GiB", type_k="f16", type_v="f16", emulate=True, **fit_options)
+    # sized on an emulated card even on a GPU build, answering as it is (no op offload): the judge below is
+    # llama-server on one (ggml-rpc-server's device offloads nothing)
+    record = lb.fit(path, n_ctx=n_ctx, vram="64GiB", type_k="f16", type_v="f16", emulate=True, backend="cpu",
+                    **fit_options)
     row = next(r for r in record.fit.rows if r.settings.spec_type == spec)
     command = llama_server_command(record.fit, row)
     with rpc_server(TOOLS) as endpoint:
