@@ -227,8 +227,8 @@ def _answering_as(rules: BackendRules, op_offload: bool) -> str:
         return "answering as the CPU behind it (--backend cpu: no op offload of host weights)"
     offload = ("op offload of host weights counted (a batch of 32 or more copies them to the card, "
                "ggml_backend_sched)" if op_offload else "op offload off (--no-op-offload)")
-    extra = "; CUDA's allocation sizes (f16 K/V for flash attention of a quantized cache)" if rules.cuda_alloc_size \
-        else ""
+    extra = ("; CUDA's room for flash attention of a quantized cache (its K/V converted to f16)"
+             if rules.cuda_alloc_size else "; Vulkan's largest tensor and node order" if rules.vulkan_order else "")
     return f"answering as {rules.label} does: {offload}{extra}"
 
 
@@ -377,6 +377,10 @@ class FitSession:
         basis = _basis(source, weights=_weights_words(file, weights, devices, ram_mode=ram_mode, remote=remote),
                        geometry=geometry, devices=devices, verify=verify, ram_mode=ram_mode, n_cards=n_cards,
                        reserve=reserve, runtime=runtime, ram=ram)
+        if file.scale is not None and devices.rules is not None and devices.rules.offloads and op_offload:
+            basis["compute"] += ("; the weights a batch copies to the card (op offload, where some stay in system RAM) "
+                                 "are the shape twin's, stored in 1.69-bit tq1_0 where the published file's types are "
+                                 "not in the catalog: those copies are under-counted")
         notes = []
         if ram_mode and gpu_build and not runtime.is_server:
             notes.append("Llama() cannot leave this build's GPU out (llama-cpp-python 0.3.36 has no device choice): "
