@@ -48,7 +48,7 @@ def main(models: list[str]) -> None:
         generic.listed_tensors = listing
         for model in models:
             record = lb.fit(model)
-            shape, _, _ = published_weights(resolve(model))
+            shape = published_weights(resolve(model)).path
             cache = dry_run_cache.DryRunCache(str(shape), seeding.SEEDED_DEVICES)
             name = dry_run_cache.twin_name(str(shape))
             if not cache.entries or name is None:

@@ -38,6 +38,8 @@ from .messages import (
     Loaded,
     LoadRequest,
     Measured,
+    Recipe,
+    RecipeJob,
     Tensors,
     TensorsJob,
     TestFailed,
@@ -224,6 +226,8 @@ def main() -> int:
             return 0
         if isinstance(job, TensorsJob):  # a bad value may make llama.cpp abort: it ends this process only
             emit(Tensors(user_model.model_tensors(job.metadata)))
+        elif isinstance(job, RecipeJob):
+            emit(Recipe(engine.quantize_recipe(job.path, job.ftype)))
         else:
             create_and_bench(job)
     except LlamabenchError as exc:  # llama.cpp's refusal, in its words

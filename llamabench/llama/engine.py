@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -192,6 +193,27 @@ def emulate_backend(backend: str | None, endpoints) -> None:
     _emulated.clear()
     if backend is not None and backend != "cpu":
         _emulated.update({e: backend for e in endpoints})
+
+
+# src/llama-quant.cpp, llama_model_quantize_impl under dry_run: one line a tensor, its new type in parentheses where the
+# quantizer changes it ("[  12/ 747] blk.0.attn_qkv.weight - [ 2048, 8192, 1, 1], type =  tq1_0, size = ... (q6_K)")
+_RECIPE_LINE = re.compile(r"^\[\s*\d+/\s*\d+\]\s+(\S+)\s+- \[[^\]]*\], type =\s*(\S+), size =[^(\n]*(?:\((\S+)\))?",
+                          re.MULTILINE)
+
+
+def quantize_recipe(path: str, ftype: int) -> tuple[tuple[str, str], ...]:
+    """Each tensor of the GGUF at `path` and the ggml type llama.cpp's quantizer gives it for the file type `ftype`
+    (enum llama_ftype): llama_model_quantize with dry_run (llama_tensor_get_type: the output, embedding and attn_v
+    promotions, the fallback types of rows no block divides), nothing written."""
+    lc = _llama()
+    params = lc.llama_model_quantize_default_params()
+    params.ftype, params.dry_run, params.allow_requantize, params.nthread = ftype, True, True, 1
+    with captured_log() as lines:
+        failed = lc.llama_model_quantize(os.fsencode(path), os.fsencode(os.devnull), ctypes.byref(params))
+    if failed:
+        raise EngineError(f"{path}: llama.cpp's quantizer refused file type {ftype} "
+                          f"({_reason(lines, 'no reason logged')})")
+    return tuple((m[1], (m[3] or m[2]).lower()) for m in _RECIPE_LINE.finditer("".join(lines)))
 
 
 SPLIT_MODE_IDS = {"none": 0, "layer": 1}  # enum llama_split_mode

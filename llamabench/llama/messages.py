@@ -108,6 +108,16 @@ class TensorsJob(_Job):
     kind: ClassVar[str] = "tensors"
 
 
+@dataclass(frozen=True)
+class RecipeJob(_Job):
+    """The type llama.cpp's quantizer gives each tensor of a GGUF for a file type (llama_model_quantize with
+    dry_run: llama_tensor_get_type, src/llama-quant.cpp), nothing written (a `Recipe` event)."""
+
+    path: str
+    ftype: int  # enum llama_ftype
+    kind: ClassVar[str] = "recipe"
+
+
 # requests: the lines a dry-run child reads after its job --------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -241,6 +251,14 @@ class Tensors(_Event):
 
 
 @dataclass(frozen=True)
+class Recipe(_Event):
+    """Each tensor's name and the ggml type a `RecipeJob`'s file type gives it, in the file's order."""
+
+    types: tuple[tuple[str, str], ...]
+    kind: ClassVar[str] = "recipe"
+
+
+@dataclass(frozen=True)
 class Done(_Event):
     """The job ended well."""
 
@@ -256,15 +274,15 @@ class Beat(_Event):
     kind: ClassVar[str] = "beat"
 
 
-Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob]
+Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob]
 Request = Union[LoadRequest, ContextRequest]
-Event = Union[Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices, Tensors, Done,
-              Beat]
+Event = Union[Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices, Tensors, Recipe,
+              Done, Beat]
 
-JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob)}
+JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob)}
 REQUESTS = {c.kind: c for c in (LoadRequest, ContextRequest)}
 EVENTS = {c.kind: c for c in (Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices,
-                               Tensors, Done, Beat)}
+                               Tensors, Recipe, Done, Beat)}
 
 
 def to_wire(message: Job | Request | Event) -> dict:

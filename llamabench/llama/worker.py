@@ -34,6 +34,8 @@ from .messages import (
     Job,
     Loaded,
     LoadRequest,
+    Recipe,
+    RecipeJob,
     Request,
     Tensors,
     TensorsJob,
@@ -206,6 +208,19 @@ def model_tensors(metadata: Metadata, *, timeout_s: float = MODEL_TENSORS_TIMEOU
             raise EngineError(reason)
         raise EngineError(f"llama.cpp could not build {what} from its metadata: {reason}")
     return tensors
+
+
+RECIPE_TIMEOUT_S = 120.0
+
+
+def quantize_recipe(path: str, ftype: int, *, timeout_s: float = RECIPE_TIMEOUT_S) -> tuple[tuple[str, str], ...]:
+    """The type llama.cpp's quantizer gives each tensor of `path` for a file type (engine.quantize_recipe), asked in a
+    child process; EngineError with llama.cpp's words where it refuses or dies."""
+    found, outcome = run_job_within(RecipeJob(path, ftype), timeout_s)
+    types = next((e.types for e in found if isinstance(e, Recipe)), None)
+    if outcome.failure or types is None:
+        raise EngineError(f"{path}: llama.cpp's quantize recipe: {outcome.failure or 'no answer came back'}")
+    return types
 
 
 def device_memory() -> list[Device]:

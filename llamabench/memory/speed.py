@@ -54,11 +54,22 @@ def active_weight_bytes(weights: WeightsBreakdown, expert_used: int, expert_coun
     return total
 
 
-def weights_per_token(meta, geometry: ModelGeometry, *, scale_to_bytes: int | None = None,
+@dataclass(frozen=True)
+class WeightsScale:
+    """A published file size the tensors are spread over (None: their own bytes), by their bytes in their types or
+    by element count."""
+
+    bytes: int | None = None
+    by_bytes: bool = False
+
+
+def weights_per_token(meta, geometry: ModelGeometry, *, scale_to_bytes: int | None = None, by_bytes: bool = False,
                       basis: str = "") -> tuple[WeightsBreakdown, int]:
-    """The weights breakdown of a model's tensor infos and the bytes one decoded token reads of them."""
+    """The weights breakdown of a model's tensor infos and the bytes one decoded token reads of them (a published
+    size spread over the tensors by count, or `by_bytes` by their bytes in their types)."""
     recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
-    weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis=basis, scale_to_bytes=scale_to_bytes)
+    weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis=basis, scale_to_bytes=scale_to_bytes,
+                        by_bytes=by_bytes)
     return weights, active_weight_bytes(weights, meta.arch_count("expert_used_count"), meta.arch_count("expert_count"))
 
 

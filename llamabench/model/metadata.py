@@ -69,7 +69,8 @@ class ModelMetadata:
 
 # ggml types a twin file can store (jobs/twin/writer.py): its own and those of published files (tensor_types)
 TWIN_TENSOR_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k",
-                     "q6_k", "tq1_0", "mxfp4", "iq4_nl", "iq4_xs")
+                     "q6_k", "iq2_xxs", "iq2_xs", "iq3_xxs", "iq1_s", "iq4_nl", "iq3_s", "iq2_s", "iq4_xs", "iq1_m",
+                     "tq1_0", "tq2_0", "mxfp4")
 
 
 @dataclass(frozen=True)

@@ -150,11 +150,12 @@ class WeightsBreakdown:
 
 
 def breakdown(tensors: tuple[TensorInfo, ...], n_layer: int, recurrent_layers: set[int], *, basis: str,
-              scale_to_bytes: int | None = None) -> WeightsBreakdown:
-    """Group tensor bytes; with scale_to_bytes, spread that total over tensors by element count."""
+              scale_to_bytes: int | None = None, by_bytes: bool = False) -> WeightsBreakdown:
+    """Group tensor bytes; with scale_to_bytes, spread that total over tensors by element count (`by_bytes`: by
+    each tensor's bytes, where the tensors carry a quant's own types)."""
     per_layer: dict[int, dict[str, int]] = {}
     global_bytes: dict[str, int] = {}
-    elements = {t.name: int(np.prod(t.shape, dtype=np.int64)) for t in tensors}
+    elements = {t.name: t.n_bytes if by_bytes else int(np.prod(t.shape, dtype=np.int64)) for t in tensors}
     total_elements = sum(elements.values()) or 1
     classes = []
     for t in tensors:

@@ -12,8 +12,9 @@ from tests.support.eagle3 import write_eagle3
 
 
 @pytest.mark.parametrize("argv, says", [
-    (["fit", "qwen3-5-35b-a3b", "--quant", "Q8_0", "-c", "8192"], "no published Q8_0 size of qwen3-5-35b-a3b"),
-    (["fit", "gemma-3-27b", "--quant", "Q5_K_S", "-c", "8192"], "no published Q5_K_S size of gemma-3-27b"),
+    (["fit", "qwen3-5-35b-a3b", "--quant", "UD-Q4_K_XL", "-c", "8192"],
+     "no published UD-Q4_K_XL size of qwen3-5-35b-a3b, and it is not one of llama-quantize's file types"),
+    (["fit", "gemma-3-27b", "--quant", "Q5_K_XL", "-c", "8192"], "no published Q5_K_XL size of gemma-3-27b"),
     (["fit", "qwen3-5-35b-a3b", "--quant", "Q4_K_M", "--verify", "-c", "8192"], "with --verify"),
 ])
 def test_a_quant_that_cannot_be_honoured_is_refused_in_one_line(capsys, argv, says):
@@ -24,7 +25,8 @@ def test_a_quant_that_cannot_be_honoured_is_refused_in_one_line(capsys, argv, sa
 
 def test_a_published_quant_sizes_the_weights(capsys):
     assert main(["fit", "qwen3-5-35b-a3b", "--quant", "Q4_K_M", "-c", "8192"]) == 0
-    assert "published Q4_K_M file size" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "published Q4_K_M file size" in out and "llama.cpp's Q4_K_M recipe (llama_tensor_get_type)" in out
 
 
 def test_a_quant_beside_a_gguf_file_is_refused(capsys, gemma):
@@ -165,10 +167,12 @@ def test_the_recommended_placement_is_the_one_expected_to_decode_fastest(capsys)
     best = record.fit.recommended("16GiB", 131072)
     fitting = [r for r in record.fit.rows if r.fits]
     assert best.ram_read_bytes == min(r.ram_read_bytes for r in fitting)
-    assert (best.settings.type_k, best.placement.n_gpu_layers(record.fit.n_layer_all)) == ("q4_0", 54)
-    assert "every big matrix at q4_0, 15.99 GB (14.89 GiB)" in record.fit.basis["weights"]  # not tq1_0 bytes
+    assert (best.settings.type_k, best.placement.n_gpu_layers(record.fit.n_layer_all)) == ("q4_0", 46)
+    # no published size: llama.cpp's own Q4_K_M recipe on the shape twin, what llama-quantize writes (not tq1_0 bytes)
+    assert "llama.cpp's Q4_K_M recipe (llama_tensor_get_type) on a full-size shape twin, 17.34 GB (16.14 GiB)" in \
+        record.fit.basis["weights"]
     assert main(["fit", "gemma-3-27b", "--vram", "16GiB"]) == 0
-    assert "chosen for speed: each token reads 1.95 GiB of weights from system RAM" in capsys.readouterr().out
+    assert "chosen for speed: each token reads 3.98 GiB of weights from system RAM" in capsys.readouterr().out
 
 
 def test_where_nothing_fits_the_largest_context_comes_with_its_kv_type_and_command(qwen, capsys):

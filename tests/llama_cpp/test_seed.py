@@ -25,7 +25,7 @@ STALE = "the seed is stale: run .venv/bin/python scripts/seed_dry_runs.py and co
 
 @pytest.fixture
 def shape_twin():  # in each test's own cache, where the tool writes it
-    return str(published_weights(resolve(DEFAULT))[0])
+    return str(published_weights(resolve(DEFAULT)).path)
 
 
 def test_the_default_twin_has_its_seed(shape_twin):

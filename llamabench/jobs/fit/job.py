@@ -7,7 +7,6 @@ compute buffer. `run_fit` runs one checked `FitRequest` (options.py): resolve, o
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from dataclasses import dataclass, replace
@@ -15,9 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from ...core import cache_types
 from ...core.errors import LlamabenchError, Stalled, UsageError
-from ...core.units import GIB, MIB, file_size
+from ...core.units import GIB, MIB
 from ...llama import engine, rpc
 from ...memory import speculative
 from ...memory.backends import VULKAN_RANGE_ENV, BackendRules, rules_for
@@ -34,7 +32,6 @@ from ...world import remote as remote_reader
 from ...world import sysinfo
 from ..source import ModelSource, read_any, resolve
 from ..twin.shape import published_weights
-from ..twin.writer import GGML_TYPE_NAMES
 from .options import FitRequest
 from .probe import ComputeProbe
 from .result import FitResult
@@ -145,17 +142,18 @@ def loaded_tensors(meta: ModelMetadata, geometry: ModelGeometry, spec: str) -> t
 def file_weights(file: "_WeightsFile", geometry: ModelGeometry, loaded: tuple) -> WeightsBreakdown:
     """The weights of these tensors of the file, layer by layer (a published size: their share of it)."""
     recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
-    return breakdown(loaded, geometry.n_layer, recurrent, basis=file.basis, scale_to_bytes=_share(file, loaded))
+    return breakdown(loaded, geometry.n_layer, recurrent, basis=file.basis, scale_to_bytes=_share(file, loaded),
+                     by_bytes=file.by_bytes)
 
 
 def _share(file: "_WeightsFile", loaded: tuple) -> int | None:
-    """A published file size, the share of it these tensors hold (by element count): the whole file's tensors
-    carry it, and a --spec-type that skips some loads less."""
+    """A published file size, the share of it these tensors hold (by their bytes in a typed twin, else by element
+    count): the whole file's tensors carry it, and a --spec-type that skips some loads less."""
     if file.scale is None:
         return None
-    elements = {t.name: int(np.prod(t.shape, dtype=np.int64)) for t in file.meta.tensors}
-    every = sum(elements.values()) or 1
-    return round(file.scale * sum(elements[t.name] for t in loaded) / every)
+    weight = {t.name: t.n_bytes if file.by_bytes else int(np.prod(t.shape, dtype=np.int64)) for t in file.meta.tensors}
+    every = sum(weight.values()) or 1
+    return round(file.scale * sum(weight[t.name] for t in loaded) / every)
 
 
 def spec_words(geometry: ModelGeometry, spec_types: tuple[str, ...], p: Params) -> str:
@@ -241,6 +239,7 @@ class _WeightsFile:
     basis: str  # where the weights' bytes come from, in words
     hint: str  # the file name the advice lines use
     scale: int | None = None  # a published file size the tensors are scaled to (a catalog id's shape twin)
+    by_bytes: bool = False  # spread over the tensors by their bytes in their types (a typed twin), not by count
 
 
 def _weights_file(source: ModelSource, verify: bool, quant: str | None = None) -> _WeightsFile:
@@ -259,29 +258,8 @@ def _weights_file(source: ModelSource, verify: bool, quant: str | None = None) -
                 else "the geometry twin's tensor infos (verify runs on the twin)")
         return _WeightsFile(path, meta, f"{what}: {meta.weights_bytes / GIB:.2f} GiB in the file",
                             path if source.path else f"{source.label}-twin.gguf")
-    shape, meta, chosen = published_weights(source, quant)
-    if quant is not None and chosen is None:
-        published = ", ".join(q.name for q in (source.entry.published_quants if source.entry else ())) or "none"
-        raise UsageError(f"--quant {quant}: the catalog holds no published {quant} size of {source.label}",
-                         hint=f"published: {published}; or give the GGUF file")
-    if chosen and chosen.tensor_types:  # the twin stores the published file's own types: its tensors are the weights
-        return _WeightsFile(str(shape), meta, f"the published {chosen.name} file's tensor types (models.toml) on a "
-                            f"full-size shape twin: {file_size(meta.weights_bytes)} of tensors (published file "
-                            f"{file_size(chosen.bytes)})", f"{source.label}-{chosen.name}.gguf")
-    if chosen:
-        return _WeightsFile(str(shape), meta, f"published {chosen.name} file size {file_size(chosen.bytes)} "
-                            "(models.toml), spread over tensors by parameter count: an estimate",
-                            f"{source.label}-{chosen.name}.gguf", chosen.bytes)
-    q4 = q4_0_bytes(meta)  # the shape twin stores its big matrices in tq1_0: sized as q4_0 instead
-    return _WeightsFile(str(shape), meta, f"no published size in the catalog: every big matrix at q4_0, "
-                        f"{file_size(q4)} (estimate)", f"{source.label}.gguf", q4)
-
-
-def q4_0_bytes(meta) -> int:
-    """A shape twin's weights as if its big matrices (stored in tq1_0) were q4_0, the rest as stored: an estimate
-    of a Q4 file. ggml's own row size (cache_types.row_bytes); a tq1_0 row is a multiple of 256, so of 32."""
-    return sum(cache_types.row_bytes("q4_0", t.shape[0]) * math.prod(t.shape[1:])
-               if GGML_TYPE_NAMES.get(t.ggml_type) == "tq1_0" else t.n_bytes for t in meta.tensors)
+    twin = published_weights(source, quant)  # UsageError for a quant neither published nor a llama.cpp file type
+    return _WeightsFile(str(twin.path), twin.meta, twin.basis, twin.hint, twin.scale, twin.by_bytes)
 
 
 def _weights_words(file: _WeightsFile, weights: WeightsBreakdown, devices: _Devices, *, ram_mode: bool,
@@ -377,10 +355,11 @@ class FitSession:
         basis = _basis(source, weights=_weights_words(file, weights, devices, ram_mode=ram_mode, remote=remote),
                        geometry=geometry, devices=devices, verify=verify, ram_mode=ram_mode, n_cards=n_cards,
                        reserve=reserve, runtime=runtime, ram=ram)
-        if file.scale is not None and devices.rules is not None and devices.rules.offloads and op_offload:
+        if file.scale is not None and not file.by_bytes and devices.rules is not None and devices.rules.offloads \
+                and op_offload:  # a compact twin: llama.cpp has no recipe for the quant
             basis["compute"] += ("; the weights a batch copies to the card (op offload, where some stay in system RAM) "
-                                 "are the shape twin's, stored in 1.69-bit tq1_0 where the published file's types are "
-                                 "not in the catalog: those copies are under-counted")
+                                 "are the shape twin's, stored in 1.69-bit tq1_0 (no recipe of llama.cpp's for this "
+                                 "quant): those copies are under-counted")
         notes = []
         if ram_mode and gpu_build and not runtime.is_server:
             notes.append("Llama() cannot leave this build's GPU out (llama-cpp-python 0.3.36 has no device choice): "

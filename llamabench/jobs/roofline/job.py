@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ...core.errors import UsageError
-from ...core.units import file_size
 from ...llama.worker import dry_runs
 from ...memory import speed
 from ...model.architectures import no_rule_line, no_rule_reason
@@ -68,10 +67,10 @@ def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, 
     if values["n_ctx"] == 0:
         raise UsageError("n_ctx 0: give the deepest depth")
     source = resolve(model)
-    meta, weights_basis, scale = weights_source(source, quant or "Q4_K_M")
+    meta, weights_basis, scale = weights_source(source, quant)
     ruled = has_layout_rule(meta)
     geometry = geometry_from_metadata(meta) if ruled else measured_geometry(meta, no_rule_reason(meta.architecture))
-    _, active = speed.weights_per_token(meta, geometry, scale_to_bytes=scale)
+    _, active = speed.weights_per_token(meta, geometry, scale_to_bytes=scale.bytes, by_bytes=scale.by_bytes)
     p = params_from(values)
     if not ruled and (calibrate or n_gpu_layers is not None or n_cpu_moe is not None or "+" in str(card or "")):
         raise UsageError(f"{no_rule_line(meta.architecture)}: roofline prices it on one card or bandwidth, its "
@@ -165,15 +164,13 @@ def bandwidth_model(bandwidth, tflops, bw_eff, compute_eff) -> speed.SpeedModel:
                                                          else ", attention compute not limiting"))
 
 
-def weights_source(source: ModelSource, quant: str):
-    """Metadata with tensor infos, words for them, and a published size to scale to (catalog ids)."""
+def weights_source(source: ModelSource, quant: str | None):
+    """Metadata with tensor infos, words for them, and the published size they are spread over (catalog ids: the
+    same weights fit states, twin.shape.published_weights)."""
     if source.path is not None:
-        return source.metadata, f"tensor infos of {source.path.name}", None
-    _, meta, q = published_weights(source, quant)
-    if q is None:
-        return meta, f"no published {quant} size in the catalog: the shape twin's q4_0 tensors (estimate)", None
-    return (meta, f"published {q.name} size {file_size(q.bytes)} spread over the real tensor shapes (estimate)",
-            q.bytes)
+        return source.metadata, f"tensor infos of {source.path.name}", speed.WeightsScale()
+    twin = published_weights(source, quant)
+    return twin.meta, twin.basis, speed.WeightsScale(twin.scale, twin.by_bytes)
 
 
 def calibrated(path: Path, bench_records: BenchRecords, source: ModelSource, geometry, p: Params, active: int):

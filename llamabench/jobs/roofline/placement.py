@@ -40,7 +40,7 @@ def placement_speed(meta, geometry, p: Params, card_model: speed.SpeedModel, hos
                     n_gpu_layers: int | None, n_cpu_moe: int | None) -> PlacementSpeed:
     """-ngl N: the last N layers (the output layer counted, as llama.cpp does) on the card, the rest in RAM;
     --n-cpu-moe N: every layer on the card but the routed experts of layers 0..N-1, read from RAM."""
-    weights, _ = speed.weights_per_token(meta, geometry, scale_to_bytes=scale)
+    weights, _ = speed.weights_per_token(meta, geometry, scale_to_bytes=scale.bytes, by_bytes=scale.by_bytes)
     n_layer = weights.n_layer
     ngl = n_layer + 1 if n_gpu_layers is None else min(int(n_gpu_layers), n_layer + 1)
     ncmoe = min(int(n_cpu_moe or 0), n_layer)

@@ -33,7 +33,7 @@ def split_speed(meta, geometry, p: Params, cards, eff: dict, scale, tensor_split
         float(c.vram_gib) for c in cards)
     if len(props) != len(cards):
         raise UsageError(f"-ts gives {len(props)} proportions for {len(cards)} cards")
-    weights, _ = speed.weights_per_token(meta, geometry, scale_to_bytes=scale)
+    weights, _ = speed.weights_per_token(meta, geometry, scale_to_bytes=scale.bytes, by_bytes=scale.by_bytes)
     devices = layer_devices(weights.n_layer, weights.n_layer + 1, props)
     gbps = parse_value("link", link, listed=False) if link else speed.PCIE_LINK_GBPS
     ms = parse_value("link_ms", link_ms, listed=False) if link_ms else 0.0

@@ -167,17 +167,18 @@ def twin_tensors(tensors: tuple[TensorShape, ...]) -> tuple[TensorShape, ...]:
     return tuple(t for t in tensors if not sidecar(t.name))
 
 
-def _dtype(t: TensorShape, compact: bool, types: tuple[tuple[str, str], ...] = ()) -> str:
+TensorTypes = Callable[[str], "str | None"]  # a tensor's name -> the ggml type a published file stores it in, or None
+
+
+def _dtype(t: TensorShape, compact: bool, types: TensorTypes | None = None) -> str:
     """How a tensor is stored: as llama.cpp created it (f32), or where `compact` a big matrix in tq1_0 (1.69 bits
     a weight) where its row allows, else f16. Not q4_0 / q8_0: on CPUs with AMX those go to the AMX buffer type,
     whose matmul crashed (SIGSEGV in ggml_backend_amx_mul_mat) on a q4_0 {32, 4096} matrix. `types`: a published
-    file's types, (name pattern, type) rows, the first that matches a matrix whose row the type's block divides
-    (dry runs only: they load with no repacked buffer types)."""
-    if len(t.shape) >= 2:
-        for pattern, dtype in types:
-            block = GGML_QUANT_SIZES[GGMLQuantizationType[dtype.upper()]][0]
-            if re.search(pattern, t.name) and t.shape[0] % block == 0:
-                return dtype
+    file's (or llama.cpp's quantize recipe's) type of a matrix, where its block divides the row (dry runs only: they
+    load with no repacked buffer types)."""
+    dtype = types(t.name) if types is not None and len(t.shape) >= 2 else None
+    if dtype is not None and t.shape[0] % GGML_QUANT_SIZES[GGMLQuantizationType[dtype.upper()]][0] == 0:
+        return dtype
     if (compact and len(t.shape) >= 2 and t.n_elements >= COMPACT_MIN_ELEMENTS
             and not any(word in t.name for word in KEEP_F32)):
         return "tq1_0" if t.shape[0] % COMPACT_ROW == 0 else "f16"
@@ -185,7 +186,7 @@ def _dtype(t: TensorShape, compact: bool, types: tuple[tuple[str, str], ...] = (
 
 
 def tensor_specs(tensors: tuple[TensorShape, ...], *, compact: bool = False,
-                 types: tuple[tuple[str, str], ...] = ()) -> list[TensorSpec]:
+                 types: TensorTypes | None = None) -> list[TensorSpec]:
     return [TensorSpec(t.name, t.shape, _dtype(t, compact, types), fill="zeros") for t in twin_tensors(tensors)]
 
 
@@ -196,7 +197,7 @@ def write_from_metadata(
     tensors: tuple[TensorShape, ...] | None = None,
     tensors_of: Callable[[Metadata], tuple[TensorShape, ...]] = worker.model_tensors,
     compact: bool = False,
-    types: tuple[tuple[str, str], ...] = (),
+    types: TensorTypes | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> WrittenTwin:
     """A twin of exactly this metadata (a vocabulary added where it has none): the tensors llama.cpp creates for
@@ -327,7 +328,7 @@ def _layer_kinds(metadata: Metadata) -> list | None:
 
 
 def _write_checked(keys: dict[str, GgufValue], tensors: tuple[TensorShape, ...], out_path,
-                   progress, *, checked: bool = True, types: tuple[tuple[str, str], ...] = ()) -> WrittenTwin:
+                   progress, *, checked: bool = True, types: TensorTypes | None = None) -> WrittenTwin:
     """Big matrices in tq1_0 where llama.cpp then still creates a context; else every tensor in f32. `checked`
     off: the compact file is known to work (llama.cpp answered dry runs on these very bytes). `types`: a published
     file's tensor types, kept in either case."""
@@ -369,7 +370,7 @@ def write_generic_twin(meta: ModelMetadata, out_path: str | os.PathLike, *,
 
 
 def write_generic_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike, n_vocab: int, *,
-                             checked: bool = True, types: tuple[tuple[str, str], ...] = ()) -> WrittenTwin:
+                             checked: bool = True, types: TensorTypes | None = None) -> WrittenTwin:
     """Every real size and the real vocabulary size (`n_vocab`), all data zero, big matrices in tq1_0 (or, with
     `types`, in a published file's types)."""
     keys, tensors = listed_tensors(shape_twin_keys(meta, n_vocab))

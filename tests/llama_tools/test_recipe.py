@@ -1,0 +1,33 @@
+"""llama.cpp's quantize recipe, asked without writing (llama_model_quantize with dry_run), is what llama-quantize
+writes: on the real Qwen2.5-Coder 0.5B, every tensor's type and bytes in the file llama.cpp's own tool makes. The
+recipe types a catalog model's shape twin where no file is at hand (twin.shape.typed_shape_twin)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from llamabench.jobs.twin.writer import GGML_TYPE_NAMES
+from llamabench.llama import worker
+from llamabench.llama.server import tools_dir
+from llamabench.model.quants import ftype_of
+from llamabench.world import gguf_file
+from tests.support.offload_models import QUANTIZE_TIMEOUT_S
+
+TOOLS = tools_dir()
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(TOOLS is None or not (TOOLS / "llama-quantize").is_file(),
+                                 reason="llama-quantize is not built: make tools (scripts/build_llama_tools.sh)")]
+
+
+@pytest.mark.parametrize("quant", ["Q3_K_M", "Q8_0"])
+def test_the_recipe_is_what_llama_quantize_writes(qwen, tmp_path, quant):
+    out = tmp_path / f"qwen-{quant}.gguf"
+    done = subprocess.run([str(TOOLS / "llama-quantize"), "--allow-requantize", str(qwen), str(out), quant],
+                          capture_output=True, text=True, timeout=QUANTIZE_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr[-2000:]
+    written = {t.name: t for t in gguf_file.read_metadata(out).tensors}
+    recipe = dict(worker.quantize_recipe(str(qwen), ftype_of(quant)))
+    assert recipe.keys() == written.keys()
+    assert {n: GGML_TYPE_NAMES.get(t.ggml_type) for n, t in written.items()} == recipe  # tensor for tensor
