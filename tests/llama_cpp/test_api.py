@@ -62,6 +62,6 @@ def test_the_plain_usage_on_a_catalog_id():
     assert 18 * 2**30 < row.parts.weights < 19 * 2**30
     mtp = record.fit.recommended("4GiB", 8192, "draft-mtp") or next(r for r in record.rows
                                                                    if r.settings.spec_type == "draft-mtp")
-    assert mtp.parts.weights - row.parts.weights > 2**30  # a whole MoE layer of 256 experts
+    assert mtp.parts.weights - row.parts.weights > 0.9 * 2**30  # a whole MoE layer of 256 experts (0.99 GiB)
     assert not row.fits and row.parts.kv == 20480 * 8192
     assert lb.verify("qwen3-5-35b-a3b", n_ctx=4096).ok

@@ -179,8 +179,10 @@ def test_where_nothing_fits_the_largest_context_comes_with_its_kv_type_and_comma
     """Trap 8: with -ngl 99, "largest context that fits: 24832" came with no KV type and no command."""
     assert main(["fit", str(qwen), "--vram", "1GiB", "-ngl", "99", "-c", "131072"]) == 0
     out = capsys.readouterr().out
-    assert "the largest context that fits: 24,832 with q4_0/q4_0 KV" in out
-    assert "-c 24832 -ngl 99 -fa on -ctk q4_0 -ctv q4_0" in out
+    # sized as CUDA: flash attention of a batch converts the q4_0 cache to f16 in the compute buffer (24,832 on the
+    # emulated card as it is, --backend cpu)
+    assert "the largest context that fits: 24,320 with q4_0/q4_0 KV" in out
+    assert "-c 24320 -ngl 99 -fa on -ctk q4_0 -ctv q4_0" in out
 
 
 def test_inspect_and_verify_take_a_draft_model(qwen, capsys):

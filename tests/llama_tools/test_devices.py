@@ -165,7 +165,9 @@ def test_a_qwen35_twin_with_experts_on_three_cards_is_created_card_by_card():
     record = lb.fit("qwen3-5-35b-a3b", vram="200MiB+150MiB+300MiB", n_ctx=16384, type_k="f16", type_v="f16",
                     reserve=0, verify=True)
     best = record.fit.recommended("200MiB+150MiB+300MiB", 16384)
-    assert best is not None and len(best.placement.split) == 3 and len(set(best.placement.split)) == 3
+    # an uneven split over the three cards (as CUDA sizes them: (6, 6, 15)), created card by card on emulated cards
+    # answering as CUDA does
+    assert best is not None and len(best.placement.split) == 3 and len(set(best.placement.split)) > 1
     assert_per_card(record.verify)
     assert any(c.parts.recurrent for c in best.devices)  # DeltaNet state on the cards with their layers
 
