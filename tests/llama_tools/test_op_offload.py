@@ -75,6 +75,7 @@ def _held(row, run) -> list[str]:
     ("qwen", {"n_gpu_layers": [12]}),  # -ngl partial: 12 layers' matmuls of a batch copied to the card
     ("qwen", {"n_gpu_layers": [99]}),  # all layers on the card (lavapipe keeps the output matrix: its 297 MiB op)
     ("moe", {"n_cpu_moe": [4]}),  # experts in RAM: the expert matmuls of a batch run on the card
+    ("moe", {"n_cpu_moe": [4], "op_offload": False}),  # --no-op-offload, printed and sized: they stay on the CPU
 ])
 def test_the_printed_command_on_vulkan_allocates_what_fit_said_for_vulkan(models, monkeypatch, which, placement):
     monkeypatch.setenv("GGML_VK_VISIBLE_DEVICES", "0")
@@ -83,9 +84,11 @@ def test_the_printed_command_on_vulkan_allocates_what_fit_said_for_vulkan(models
     record = lb.fit(path, n_ctx=8192, type_k="f16", type_v="f16", vram="2GiB", backend="vulkan", **placement)
     row = record.fit.rows[0]
     assert record.fit.backend == "vulkan" and "answering as Vulkan does" in record.fit.basis["compute"]
-    run = run_printed_command(llama_server_command(record.fit, row), VULKAN_TOOLS, extra=("-nr",), timeout_s=600)
+    command = llama_server_command(record.fit, row)
+    assert ("--no-op-offload" in command) == (placement.get("op_offload") is False)
+    run = run_printed_command(command, VULKAN_TOOLS, extra=("-nr",), timeout_s=600)
     assert run.ready, run.log[-2000:]
     assert not _held(row, run), _held(row, run)
-    # the emulated card as it is (no op offload, every tensor taken): the judge tells it apart
+    # the emulated card as it is (no op offload, no node order of Vulkan's): the judge tells it apart
     as_is = lb.fit(path, n_ctx=8192, type_k="f16", type_v="f16", vram="2GiB", backend="cpu", **placement).fit.rows[0]
     assert _held(as_is, run), "the plan without Vulkan's rules held too: this placement does not judge them"
