@@ -25,6 +25,8 @@ EXAMPLES = """examples:
   llamabench fit qwen3-30b-a3b --vram 24GiB+12GiB              # one machine, two cards: the -ts is searched
   llamabench fit model.gguf --vram 16GiB+8GiB -ts 2,1 --verify  # this split, created on two emulated cards
   llamabench fit model.gguf --rpc 192.168.1.20:50052 --vram 12GiB  # a second PC's ggml-rpc-server in front
+  llamabench fit qwen3-30b-a3b --vram rx-7900-xtx --n-cpu-moe 24    # sized as its Vulkan build (--backend)
+  llamabench fit model.gguf -ngl 20 --no-op-offload                # a prompt's batch not run on the card
 The context sized is the one the printed command creates: llama-server by default (4 slots on one
 unified KV stream, its prompt cache and checkpoints in RAM), or Llama() with --runtime llama-cpp-python.
 --verify creates the answer for real: on a GPU build on the card; without one (or with --emulate) on an
@@ -34,6 +36,9 @@ Budgets: plain numbers are GiB; units GiB, GB, MiB, MB; + joins one machine's ca
 (CUDA0 first). The reserve (default 512 MiB) is kept free on each card for the driver and the display;
 512MiB+1GiB gives each card its own. --rpc hosts come first (llama.cpp orders RPC devices first), each
 sized by the free memory its ggml-rpc-server reports.
+A card you do not have is sized as its GPU backend allocates (--backend: a named card's own, else CUDA): weights
+kept in system RAM are copied to the card for a prompt's batch (op offload), CUDA converts a quantized KV cache to
+f16 for flash attention, Vulkan reorders nodes and refuses tensors past maxStorageBufferRange.
 """
 OPTIONS = ("vram", "rpc", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram",
            "ctx_checkpoints", "verify", "emulate", "backend", "mmproj", "no_mmproj_offload", "quant", "remote",

@@ -36,6 +36,28 @@ class _Negated(_ArgType):
         return tuple(not v for v in value) if self.listed else not value
 
 
+class _NegatedFlag(argparse.Action):
+    """A negated flag alone, as llama-server spells it (`--no-op-offload`, `-nr`), or with llama-bench's 0|1. A word
+    after it that is no such value is the MODEL it stood before (`--no-op-offload model.gguf`)."""
+
+    def __init__(self, option_strings, dest, *, negate: _Negated, **kwargs):
+        self.negate = negate
+        super().__init__(option_strings, dest, nargs="?", **kwargs)
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        alone = (False,) if self.negate.listed else False
+        if value is None:
+            setattr(namespace, self.dest, alone)
+            return
+        try:
+            setattr(namespace, self.dest, self.negate(value))
+        except argparse.ArgumentTypeError as exc:
+            if not hasattr(namespace, "model") or str(value).strip().lower() in ("on", "off", "true", "false"):
+                parser.error(f"argument {option_string}: {exc}")
+            setattr(namespace, self.dest, alone)
+            OnceModel(["model"], "model")(parser, namespace, value)
+
+
 def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, lists: Iterable[str] = (),
                   defaults: Mapping[str, Any] | None = None, helps: Mapping[str, str] | None = None,
                   optional_model: str | None = None) -> None:
@@ -81,10 +103,9 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
             continue
         if spec.negated:
             # alone as llama-server spells them (-nr, --no-op-offload), or with a value as llama-bench (-nr 1)
-            target.add_argument(*spec.negated, dest=name, type=_Negated(name, listed), metavar="0|1", nargs="?",
-                                const=(False,) if listed else False,
-                                help=f"the inverse of {spec.flags[0]}: alone as llama-server spells it, or 0|1 "
-                                     "as llama-bench")
+            target.add_argument(*spec.negated, dest=name, action=_NegatedFlag, negate=_Negated(name, listed),
+                                metavar="0|1", help=f"the inverse of {spec.flags[0]}: alone as llama-server spells "
+                                                    "it, or 0|1 as llama-bench")
         if name == "output":
             target.add_argument(*spec.flags, dest=name, type=_ArgType(name, False), default=default,
                                 metavar=spec.metavar, help=help_text)

@@ -94,6 +94,15 @@ def test_older_spellings_still_parse():
     assert args.model == "qwen3-30b-a3b" and args.swa_full and args.kv_unified
 
 
+def test_a_negated_flag_alone_is_llama_servers_spelling():
+    fit, bench = subparsers()["fit"], subparsers()["bench"]
+    assert fit.parse_args(["m.gguf", "--no-op-offload"]).op_offload is False  # llama-server's flag, alone
+    args = fit.parse_args(["--no-op-offload", "m.gguf"])  # before MODEL: the word after it is the model
+    assert args.op_offload is False and args.model == "m.gguf"
+    assert fit.parse_args(["m.gguf", "-nopo", "0"]).op_offload is True  # llama-bench's 0|1 still taken
+    assert bench.parse_args(["-nr", "m.gguf"]).repack == (False,) and bench.parse_args(["-nr", "m.gguf"]).model
+
+
 @pytest.mark.parametrize("mask", ["-1", "+1", "1_0", "0x 1", "0xg"])
 def test_cpu_masks_are_hex(mask):
     with pytest.raises(UsageError, match="hex CPU mask"):
