@@ -17,7 +17,7 @@ from ..core import cache_types
 from ..core.errors import EngineError
 from ..memory import speculative
 from ..memory.allocations import Allocations, parse_allocations
-from ..memory.backends import rules_for
+from ..memory.backends import emulates, rules_for
 from ..settings.params import Params
 from ..settings.values import rpc_endpoints
 from . import breakdown, pinned_norms
@@ -186,12 +186,13 @@ _emulated: dict[str, str] = {}  # endpoint -> the GPU backend whose rules that e
 
 def emulate_backend(backend: str | None, endpoints) -> None:
     """From now on in this process, these RPC endpoints (emulated cards) answer as `backend` does where compute
-    buffers are sized (memory.backends): op offload, allocation sizes, alignment. None: as they are."""
+    buffers are sized (memory.backends): op offload, flash attention's room, Vulkan's limit and node order. None
+    or "cpu": as they are."""
     for endpoint in list(_emulated):
         if endpoint in _rpc_devices:
             breakdown.emulate_backend(_rpc_devices[endpoint], None)
     _emulated.clear()
-    if backend is not None and backend != "cpu":
+    if emulates(backend):
         _emulated.update({e: backend for e in endpoints})
 
 

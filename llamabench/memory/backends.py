@@ -64,6 +64,7 @@ class BackendRules:
         return ",".join([self.name, *extra])
 
 
+AS_IS = "cpu"  # --backend cpu: the emulated card as it is, the CPU's answers
 _CUDA_SOURCE = ("ggml-cuda.cu: ggml_backend_cuda_device_offload_op (batch >= 32), get_alloc_size; fattn.cu: f16 "
                 "copies of a quantized K/V for a batch")
 BACKENDS: dict[str, BackendRules] = {b.name: b for b in (
@@ -75,11 +76,16 @@ BACKENDS: dict[str, BackendRules] = {b.name: b for b in (
                         "over maxStorageBufferRange (4 GiB assumed), ggml_vk_graph_optimize orders each split's nodes"),
     BackendRules("metal", "Metal", OFFLOAD_MATMULS,
                  source="ggml-metal.cpp: ggml_backend_metal_device_offload_op (matmuls of a batch >= 32)"),
-    BackendRules("cpu", "CPU", OFFLOAD_NONE,
+    BackendRules(AS_IS, "CPU", OFFLOAD_NONE,
                  source="the emulated card as it is: llama.cpp's RPC device answers as the CPU behind it (no op "
                         "offload)"),
 )}
 DEFAULT_BACKEND = "cuda"  # a card given by its size alone: the build most people who ask run
+
+
+def emulates(name: str | None) -> bool:
+    """Whether an emulated card answering as this backend (by --backend's name) is given rules of another's."""
+    return name is not None and name != AS_IS
 
 
 assert set(BACKENDS) == set(BACKEND_NAMES)  # --backend's names (settings.values) are these rules

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from ...core.errors import UntrustedCache
+from ...memory.backends import emulates
 from ...settings.params import Params
 from ...world.paths import cache_dir
 from ...world.private import trusted_file, write_private
@@ -30,7 +31,7 @@ def devices_kind(*, emulated: bool, cpu_alone: bool = False, backend: str | None
     """The kind of devices a dry run's answers hold for: an emulated card (answering as a GPU backend does, where
     one is named: memory.backends), the CPU alone, or the build's own default devices."""
     kind = "cpu-alone" if cpu_alone else "emulated" if emulated else "build-default"
-    if emulated and backend not in (None, "cpu"):
+    if emulated and emulates(backend and backend.split(",")[0]):  # a rules key: NAME[,limit=value...]
         kind += f"|backend={backend}"
     return kind
 

@@ -18,7 +18,7 @@ from ...core.errors import LlamabenchError, Stalled, UsageError
 from ...core.units import GIB, MIB
 from ...llama import engine, rpc
 from ...memory import speculative
-from ...memory.backends import VULKAN_RANGE_ENV, BackendRules, rules_for
+from ...memory.backends import VULKAN_RANGE_ENV, BackendRules, emulates, rules_for
 from ...memory.runtimes import RuntimeConfig
 from ...model.architectures import no_rule_reason
 from ...model.layout import ModelGeometry, geometry_from_metadata, has_layout_rule, measured_geometry
@@ -186,7 +186,7 @@ class _Devices:
     gpu_devices: tuple[str, ...]
     emulate: bool
     cards: str  # the devices, in words
-    backend: str  # where the compute buffers are sized, in words
+    backend: str  # where the compute buffers are sized, in words (the cards, how they answer, system RAM)
     rules: BackendRules | None = None  # the GPU backend the emulated cards answer as (None: no emulated card)
 
     @property
@@ -213,9 +213,8 @@ def _devices(*, n_cards: int, remote: tuple[str, ...], ram_mode: bool, emulate: 
         else "an emulated card (llama.cpp's RPC device on 127.0.0.1)" if emulate
         else f"this build's {', '.join(gpu_devices[:max(n_local, 1)])}")
     rules = rules_for(backend, os.environ) if emulate and n_local else None
-    if rules is not None:
-        cards += " " + _answering_as(rules, op_offload)
-    words = ("system RAM (CPU)" if ram_mode or not (emulate or gpu_build) else f"{cards} and system RAM")
+    answering = "" if rules is None else " " + _answering_as(rules, op_offload)
+    words = ("system RAM (CPU)" if ram_mode or not (emulate or gpu_build) else f"{cards}{answering} and system RAM")
     return _Devices(gpu_devices, emulate, cards, words, rules)
 
 
@@ -274,8 +273,7 @@ def _weights_words(file: _WeightsFile, weights: WeightsBreakdown, devices: _Devi
     elif file.scale is not None:  # a published size spread over the shape twin's tensors: not the backend's bytes
         backend_weights = "; assumes a backend that takes every tensor type (no file of that size to dry-run)"
     elif devices.rules is not None and devices.rules.max_tensor_bytes:
-        on = devices.cards.split(' answering')[0]
-        backend_weights = (f"; what each card takes read from llama.cpp's dry run on {on}"
+        backend_weights = (f"; what each card takes read from llama.cpp's dry run on {devices.cards}"
                            f" refusing, as {devices.rules.label} does, an op on a tensor over "
                            f"{devices.rules.max_tensor_bytes / MIB:,.0f} MiB (maxStorageBufferRange; "
                            f"{VULKAN_RANGE_ENV} sets the target card's)")
@@ -284,7 +282,7 @@ def _weights_words(file: _WeightsFile, weights: WeightsBreakdown, devices: _Devi
                            "may refuse a tensor's type or size: llama_model::load_tensors asks buft_supported, and "
                            "done_getting_tensors logs it kept on the CPU)")
     else:
-        sized_on = (f"{devices.rules.label} does" if devices.rules is not None and devices.rules.name != "cpu"
+        sized_on = (f"{devices.rules.label} does" if devices.rules is not None and emulates(devices.rules.name)
                     else "the emulated card it was sized on does (llama.cpp's RPC backend on this CPU)"
                     if devices.emulate else "this CPU build does")
         backend_weights = (f"; assumes a backend that takes every tensor type, as {sized_on}; a CUDA, Vulkan or "

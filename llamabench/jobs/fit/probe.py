@@ -19,7 +19,7 @@ from ...llama.engine import NO_DEVICE
 from ...llama.rpc import emulated_card
 from ...llama.worker import DryRunChild
 from ...memory.allocations import HOST, Allocations
-from ...memory.backends import rules_for
+from ...memory.backends import emulates, rules_for
 from ...memory.speculative import MTP
 from ...settings.params import Params
 from .dry_run_cache import DryRunCache, devices_kind, file_identity
@@ -123,7 +123,7 @@ class ComputeProbe:
     @property
     def _backend_devices(self) -> tuple[str, ...]:
         """The emulated cards given the backend's rules (all of them; remote hosts answer as they are)."""
-        return tuple(self._emulated) if self.backend not in (None, "cpu") else ()
+        return tuple(self._emulated) if emulates(self.backend) else ()
 
     def _child(self, placement: Params, devices: tuple[str, ...]) -> DryRunChild:
         rpc = [NO_DEVICE] if self.cpu_alone else list(devices) or None

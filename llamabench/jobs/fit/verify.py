@@ -27,6 +27,7 @@ from ...memory.allocations import (
     compute_tolerance,
     ram_tolerance,
 )
+from ...memory.backends import emulates
 from ...memory.speculative import draft_context, uses_draft_model
 from .advice import describe_placement
 from .result import FitResult
@@ -125,7 +126,7 @@ def verify_fit(result: FitResult, session, *, given: bool = False) -> FitVerific
             local = list(session.gpu_devices[:n_local])
         # emulated cards answer as the backend the fit sized for (op offload, allocation sizes), as in its dry runs
         rules = getattr(session, "backend", None)
-        emulated = tuple(local) if rules is not None and rules.offloads | rules.cuda_alloc_size else ()
+        emulated = tuple(local) if rules is not None and emulates(rules.name) else ()
         backend = dict(backend=rules.name, backend_devices=emulated) if emulated else {}
         checks = []
         for row in rows:
