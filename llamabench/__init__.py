@@ -17,24 +17,45 @@ from typing import TYPE_CHECKING
 from .world.versions import __version__
 
 _WHERE = {  # public name -> the module that declares it
-    **dict.fromkeys(("inspect", "verify", "verify_matrix", "fit", "bench", "roofline", "report", "BenchRun",
+    **dict.fromkeys(("inspect", "verify", "verify_matrix", "fit", "bench", "roofline", "quality", "report", "BenchRun",
                      "ModelReport", "Report"), "api"),
     **dict.fromkeys(("LlamabenchError", "UsageError"), "core.errors"),
     **dict.fromkeys(("DEFAULT_N_CTX", "Params"), "settings.params"),
-    **dict.fromkeys(("BenchRecord", "FitRecord", "InspectRecord", "RooflineRecord", "VerifyRecord", "read_records"),
-                    "records.records"),
+    **dict.fromkeys(("BenchRecord", "FitRecord", "InspectRecord", "RooflineRecord", "VerifyRecord", "QualityRecord",
+                     "read_records"), "records.records"),
     "MatrixResult": "memory.verification",
 }
 
-__all__ = ["inspect", "verify", "verify_matrix", "fit", "bench", "roofline", "report", "read_records", "Params",
-           "DEFAULT_N_CTX", "InspectRecord", "VerifyRecord", "FitRecord", "BenchRecord", "RooflineRecord", "BenchRun",
+__all__ = ["inspect", "verify", "verify_matrix", "fit", "bench", "roofline", "quality", "report", "read_records",
+           "Params", "DEFAULT_N_CTX", "InspectRecord", "VerifyRecord", "FitRecord", "BenchRecord", "RooflineRecord",
+           "QualityRecord", "BenchRun",
            "MatrixResult", "Report", "ModelReport", "LlamabenchError", "UsageError", "__version__"]
 
 if TYPE_CHECKING:
-    from .api import BenchRun, ModelReport, Report, bench, fit, inspect, report, roofline, verify, verify_matrix
+    from .api import (
+        BenchRun,
+        ModelReport,
+        Report,
+        bench,
+        fit,
+        inspect,
+        quality,
+        report,
+        roofline,
+        verify,
+        verify_matrix,
+    )
     from .core.errors import LlamabenchError, UsageError
     from .memory.verification import MatrixResult
-    from .records.records import BenchRecord, FitRecord, InspectRecord, RooflineRecord, VerifyRecord, read_records
+    from .records.records import (
+        BenchRecord,
+        FitRecord,
+        InspectRecord,
+        QualityRecord,
+        RooflineRecord,
+        VerifyRecord,
+        read_records,
+    )
     from .settings.params import DEFAULT_N_CTX, Params
 
 

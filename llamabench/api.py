@@ -43,6 +43,7 @@ from .jobs.fit.options import remote_model as remote_model
 from .jobs.fit.options import runtime_config as runtime_config
 from .jobs.inspect.job import INSPECT_PARAMS as INSPECT_PARAMS
 from .jobs.inspect.job import inspect_model
+from .jobs.quality.job import ContextOutcome, plan_quality, run_quality
 from .jobs.roofline.job import predict
 from .jobs.verify.job import exactness_matrix, verify_model
 from .llama.worker import device_memory
@@ -54,6 +55,7 @@ from .records.records import (
     BenchRecord,
     FitRecord,
     InspectRecord,
+    QualityRecord,
     Record,
     RecordRefused,
     RooflineRecord,
@@ -296,6 +298,50 @@ def _bench_records(path: Path) -> tuple[list[BenchRecord], tuple[str, ...]]:
     return [r for r in read.records if isinstance(r, BenchRecord)], read.warnings
 
 
+# quality ---------------------------------------------------------------------------------------
+def quality(model: str, *, text_file: PathLike | None = None, chunks=None, base_model: PathLike | None = None,
+            results: PathLike | None = None, rpc=None, on_event: Callable[[str, dict], None] | None = None,
+            **params) -> QualityRecord:
+    """What each lossy choice costs in quality, measured as llama-perplexity --kl-divergence measures it: mean KLD
+    (with its ±), its 99th percentile and maximum, the PPL of the choice and of the base, the same-top-token rate.
+
+    The KV types (`type_k` / `type_v`, paired as fit pairs them; default q8_0 and q4_0) are scored against the same
+    model with f16 KV; with `base_model` the model's weights are scored against that file's logits (both f16 KV).
+    `n_ctx` may be a list (the base is made per context); `text_file` is a UTF-8 text (default: Python's
+    pydoc_data.topics), cut into `chunks` chunks at most (default all). Each context's record is appended to
+    `results` as it ends; a run stopped by Ctrl-C keeps the chunks it finished (the rows say how many; `interrupted`
+    is set) and measures no further context. `on_event(kind, data)` hears "context", "text" and "chunk"."""
+    plan = plan_quality(model_argument(model), params, text_file=text_file,
+                        chunks=parse_value("chunks", chunks, listed=False) if chunks is not None else None,
+                        base_model=os.fspath(base_model) if base_model is not None else None,
+                        rpc=parse_value("rpc", rpc, listed=False) if rpc else None)
+    if results:
+        jsonl.check_destination(Path(results))  # before the first chunk, not after it
+    kept: list[QualityRecord] = []
+
+    def save(outcome: ContextOutcome) -> None:
+        kept.append(_save(results, _quality_record(plan, [outcome])))
+
+    run_quality(plan, save=save, notify=on_event)
+    return kept[0] if len(kept) == 1 else _quality_record(plan, [], records=kept)
+
+
+def _quality_record(plan, outcomes: list[ContextOutcome], *, records: list[QualityRecord] = ()) -> QualityRecord:
+    """One context's outcome as a record, or several contexts' records as one (their rows in order)."""
+    if records:
+        first = records[0]
+        warnings = [r.context_warning for r in records if r.context_warning]
+        return replace(first, rows=tuple(row for r in records for row in r.rows),
+                       rows_per_decode=max(r.rows_per_decode for r in records),
+                       context_warning="; ".join(warnings) or None, interrupted=any(r.interrupted for r in records))
+    outcome = outcomes[0]
+    return QualityRecord(model=plan.source.model_block(plan.source.metadata.architecture), params=plan.params,
+                         text=outcome.text, rows=outcome.rows,
+                         base_model=plan.base.model_block(plan.base.metadata.architecture) if plan.base else None,
+                         chunks_asked=plan.chunks, rows_per_decode=outcome.rows_per_decode,
+                         context_warning=outcome.context_warning, interrupted=outcome.interrupted)
+
+
 # report ----------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ModelReport:
@@ -358,5 +404,5 @@ def report(results, *, out_dir: PathLike | None = None, compare=()) -> Report:
     return Report(tuple(written), tuple(warnings))
 
 
-__all__ = ["inspect", "verify", "verify_matrix", "fit", "bench", "roofline", "report", "BenchRun", "MatrixResult",
-           "Report", "ModelReport", "DEFAULT_N_CTX", "LlamabenchError"]
+__all__ = ["inspect", "verify", "verify_matrix", "fit", "bench", "roofline", "quality", "report", "BenchRun",
+           "MatrixResult", "Report", "ModelReport", "DEFAULT_N_CTX", "LlamabenchError"]

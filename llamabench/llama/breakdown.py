@@ -77,12 +77,12 @@ def _ggml_headers(libllama: Path) -> Path | None:
     return None
 
 
-def _key(libllama: Path) -> str:
+def _key(libllama: Path, source: Path = SOURCE) -> str:
     """The shim is built for one libllama: its path, size and time, the ggml.h it is compiled with, and the shim's
     own source."""
     st = libllama.stat()
     headers = _ggml_headers(libllama)
-    ident = (f"{libllama.resolve()}|{st.st_size}|{st.st_mtime_ns}|{headers}|".encode() + SOURCE.read_bytes())
+    ident = (f"{libllama.resolve()}|{st.st_size}|{st.st_mtime_ns}|{headers}|".encode() + source.read_bytes())
     return hashlib.sha256(ident).hexdigest()[:16]
 
 
@@ -93,12 +93,14 @@ def _compiler() -> str | None:
     return None
 
 
-def build() -> Path:
-    """The shim for the installed libllama, compiled once into the cache; OSError / RuntimeError if it cannot be."""
+def build(source: Path = SOURCE, library: str = LIBRARY_NAME, *, optimize: str = "-O1",
+          what: str = "the memory-breakdown shim") -> Path:
+    """A shim for the installed libllama (this one, or another `source`, as `library`), compiled once into the cache;
+    OSError / RuntimeError if it cannot be."""
     libllama = _libllama()
     if not libllama.is_file():
         raise RuntimeError(f"llama-cpp-python has no {libllama}")
-    target = shim_dir() / _key(libllama) / LIBRARY_NAME
+    target = shim_dir() / _key(libllama, source) / library
     failed = target.with_name(FAILED_MARK)
     private_folder(target.parent)  # 0700, the user's own: code is loaded from here (UntrustedCache otherwise)
     if trusted_file(target):  # a regular file of the user's, written by no one else: never a planted link
@@ -107,13 +109,13 @@ def build() -> Path:
         raise RuntimeError(failed.read_text(errors="replace")[:300])
     compiler = _compiler()
     if compiler is None:
-        raise RuntimeError("no C++ compiler (c++, g++, clang++ or $CXX) to build the memory-breakdown shim")
-    fd, name = tempfile.mkstemp(prefix=f".{LIBRARY_NAME}.", dir=target.parent)
+        raise RuntimeError(f"no C++ compiler (c++, g++, clang++ or $CXX) to build {what}")
+    fd, name = tempfile.mkstemp(prefix=f".{library}.", dir=target.parent)
     os.close(fd)
     partial = Path(name)
     lib = libllama.parent
     headers = _ggml_headers(libllama)  # ggml.h: the backend rules of an emulated card are compiled with it
-    argv = [compiler, "-std=c++17", "-O1", "-shared", "-fPIC", str(SOURCE), "-o", str(partial),
+    argv = [compiler, "-std=c++17", optimize, "-shared", "-fPIC", "-pthread", str(source), "-o", str(partial),
             f"-L{lib}", f"-l:{libllama.name}", "-lggml-base", f"-Wl,-rpath,{lib}"]
     if headers is not None:
         argv[1:1] = [f"-I{headers}", "-DLLAMABENCH_GGML_H"]
@@ -123,7 +125,7 @@ def build() -> Path:
                               preexec_fn=lambda: die_with_parent(parent))
         if done.returncode != 0:
             said = (done.stderr.strip().splitlines() or ["no output"])[-1][:200]
-            reason = f"the memory-breakdown shim did not compile: {said}"
+            reason = f"{what} did not compile: {said}"
             write_private(failed, reason)
             raise RuntimeError(reason)
         os.chmod(partial, 0o700)  # the linker's mode follows the umask: 000 would leave it writable by all

@@ -16,6 +16,7 @@ import time
 from typing import Callable
 
 from ..core.errors import LlamabenchError
+from ..memory.divergence import n_chunks
 from ..settings.bench_tests import BenchTest
 from ..settings.params import Params
 from ..world import sysinfo
@@ -38,6 +39,9 @@ from .messages import (
     Loaded,
     LoadRequest,
     Measured,
+    QualityChunk,
+    QualityJob,
+    QualityText,
     Recipe,
     RecipeJob,
     Tensors,
@@ -48,6 +52,7 @@ from .messages import (
     to_wire,
 )
 from .process import die_with_parent
+from .scoring import Scoring
 
 
 def emit(event: Event) -> None:
@@ -160,6 +165,29 @@ def measure_tests(session, tests: list[BenchTest], repetitions: int, emit: Calla
         session.restore(snap)
 
 
+def score_quality(job: QualityJob) -> None:
+    """The text scored by the base and every choice side by side (llama.scoring), a `QualityChunk` per chunk."""
+    with Scoring(job.path, job.base_path, job.params, list(job.choices), rpc=job.rpc,
+                 on_progress=_load_beats()) as scoring:
+        tokens = scoring.tokenize(job.text)
+        n_ctx = job.params.n_ctx
+        total = n_chunks(len(tokens), n_ctx, job.chunks)
+        emit(QualityText(len(tokens), total, scoring.n_vocab, scoring.n_ctx_train, scoring.rows))
+        if total == 0:
+            raise LlamabenchError(f"the text is {len(tokens):,} tokens long; -c {n_ctx} needs at least {n_ctx:,} "
+                                  "(one chunk): a longer text (-f FILE) or a smaller -c")
+        last = [time.monotonic()]
+
+        def step() -> None:
+            if time.monotonic() - last[0] >= BEAT_EVERY_S:
+                last[0] = time.monotonic()
+                emit(Beat("decode"))
+
+        scoring.score(tokens, job.chunks,
+                      on_chunk=lambda done, of, seconds, stats: emit(QualityChunk(done, of, seconds, stats)),
+                      on_step=step)
+
+
 MODELS_KEPT = 24  # no_alloc models kept loaded, one per placement: tensor metadata only, a reload costs ~1 s
 
 
@@ -228,6 +256,8 @@ def main() -> int:
             emit(Tensors(user_model.model_tensors(job.metadata)))
         elif isinstance(job, RecipeJob):
             emit(Recipe(engine.quantize_recipe(job.path, job.ftype)))
+        elif isinstance(job, QualityJob):
+            score_quality(job)
         else:
             create_and_bench(job)
     except LlamabenchError as exc:  # llama.cpp's refusal, in its words

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, TypeVar, Union
 
 from ..core import serial
 from ..memory.allocations import Allocations
+from ..memory.divergence import QualityStats
 from ..settings.bench_tests import BenchTest
 from ..settings.params import Params
 from ..settings.values import rpc_endpoints
@@ -116,6 +117,24 @@ class RecipeJob(_Job):
     path: str
     ftype: int  # enum llama_ftype
     kind: ClassVar[str] = "recipe"
+
+
+@dataclass(frozen=True)
+class QualityJob(_Job):
+    """Score a text as llama-perplexity does, the base (f16 KV: the model's, or `base_path`'s) and each choice of KV
+    types side by side (a `QualityText`, then a `QualityChunk` per chunk): `quality`."""
+
+    path: str
+    params: Params  # n_ctx, batches, threads, flash attention, placement; the KV types are the choices'
+    choices: tuple[tuple[str, str], ...]  # (type_k, type_v) of each lossy choice
+    text: str
+    chunks: int | None = None  # at most this many chunks; None: all the text holds
+    base_path: str | None = None  # the reference weights; None: the model itself with f16 KV
+    rpc: tuple[str, ...] | None = None
+    kind: ClassVar[str] = "quality"
+
+    def __post_init__(self) -> None:
+        _endpoints(self)
 
 
 # requests: the lines a dry-run child reads after its job --------------------------------------------------------
@@ -259,6 +278,29 @@ class Recipe(_Event):
 
 
 @dataclass(frozen=True)
+class QualityText(_Event):
+    """The text tokenized: its tokens, the chunks it gives at n_ctx, the vocabulary and the trained context."""
+
+    n_tokens: int
+    n_chunks: int
+    n_vocab: int
+    n_ctx_train: int
+    rows_per_decode: int  # scored rows per decode call (the logits of every context bounded)
+    kind: ClassVar[str] = "quality_text"
+
+
+@dataclass(frozen=True)
+class QualityChunk(_Event):
+    """`done` chunks of `total` scored: every choice's statistics so far, in the job's order."""
+
+    done: int
+    total: int
+    seconds: float
+    stats: tuple[QualityStats, ...]
+    kind: ClassVar[str] = "quality_chunk"
+
+
+@dataclass(frozen=True)
 class Done(_Event):
     """The job ended well."""
 
@@ -274,15 +316,15 @@ class Beat(_Event):
     kind: ClassVar[str] = "beat"
 
 
-Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob]
+Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob, QualityJob]
 Request = Union[LoadRequest, ContextRequest]
 Event = Union[Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices, Tensors, Recipe,
-              Done, Beat]
+              QualityText, QualityChunk, Done, Beat]
 
-JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob)}
+JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob, QualityJob)}
 REQUESTS = {c.kind: c for c in (LoadRequest, ContextRequest)}
 EVENTS = {c.kind: c for c in (Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices,
-                               Tensors, Recipe, Done, Beat)}
+                               Tensors, Recipe, QualityText, QualityChunk, Done, Beat)}
 
 
 def to_wire(message: Job | Request | Event) -> dict:

@@ -33,6 +33,7 @@ from ..jobs.bench.measure import Measurement, Memory, Roofline, ServerBench
 from ..jobs.fit.advice import run_line
 from ..jobs.fit.result import FitResult
 from ..jobs.fit.verify import FitVerification
+from ..jobs.quality.result import QualityRow, ScoredTextRef
 from ..jobs.roofline.job import RooflineRow
 from ..llama.devices import without_endpoint
 from ..memory.allocations import PRINTED_TOLERANCE_BYTES, Allocations, bytes_equal, printed_equal
@@ -57,6 +58,7 @@ class RecordKind(StrEnum):
     FIT = "fit"
     BENCH = "bench"
     ROOFLINE = "roofline"
+    QUALITY = "quality"
 
     @property
     def schema(self) -> str:
@@ -401,12 +403,36 @@ class RooflineRecord(Record):
     kind: ClassVar[RecordKind] = RecordKind.ROOFLINE
 
 
+@dataclass(frozen=True, kw_only=True)
+class QualityRecord(Record):
+    """What lossy choices cost in quality at one or more contexts, as llama-perplexity --kl-divergence measures it
+    (`quality`): each row one choice against its base (f16 KV, or `base_model`'s weights), on `text`."""
+
+    params: Params  # the settings every context was made with (n_ctx and the KV types are the rows')
+    text: ScoredTextRef
+    rows: tuple[QualityRow, ...] = ()
+    base_model: ModelRef | None = None
+    chunks_asked: int | None = None
+    rows_per_decode: int = 0  # scored rows per decode call (the logits of every context bounded)
+    context_warning: str | None = None
+    interrupted: bool = False  # Ctrl-C: the rows hold the chunks finished before it
+    kind: ClassVar[RecordKind] = RecordKind.QUALITY
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.rows) and all(r.ok and r.reason is None for r in self.rows)
+
+    def summary(self) -> dict:
+        return {"rows": [{"n_ctx": r.n_ctx, "choice": r.label, "kld_mean": r.kld_mean, "ppl_ratio": r.ppl_ratio,
+                          "same_top_p": r.same_top_p} for r in self.rows]}
+
+
 serial.allow_infinity(SpeedModel, "compute")  # attention compute not limiting: bytes-only calibration, --bandwidth
 
 # the sense of the numbers of a record, by field name, or Class.field (every dataclass in it): serial already
 # made them ints below 2**63 and finite floats. Every number is >= 0 but those named here as possibly negative;
 # those named positive are > 0 (what a speed, a time or a division is made of).
-MAY_BE_NEGATIVE = frozenset({"prio", "cache_ram_mib", "rss_delta", "gpu_delta",
+MAY_BE_NEGATIVE = frozenset({"prio", "cache_ram_mib", "rss_delta", "gpu_delta", "kld_mean", "kld_p99", "kld_max",
                              "PlacementCheck.budget"})  # a card smaller than its reserve: below 0
 POSITIVE = frozenset({"samples_ns", "n_tokens", "repetitions", "concurrency", "slots", "tok_s", "full_gqa_tok_s",
                       "measured_tok_s", "split_tok_s", "SpeedModel.bandwidth", "SpeedModel.compute", "peak_gbps",
@@ -463,7 +489,7 @@ class RecordRefused(LlamabenchError):
 
 
 RECORD_TYPES: dict[str, type[Record]] = {t.kind.schema: t for t in (InspectRecord, VerifyRecord, FitRecord,
-                                                                       BenchRecord, RooflineRecord)}
+                                                                       BenchRecord, RooflineRecord, QualityRecord)}
 KIND_BY_NAME = {k.value: k for k in RecordKind}
 
 

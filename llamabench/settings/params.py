@@ -265,6 +265,14 @@ _OPTIONS = (
        "that holds the rest (default: this machine's, measured)"),
     _p("bw_eff", ["--bw-eff"], fraction, None, "bandwidth efficiency (default 0.70)"),
     _p("compute_eff", ["--compute-eff"], fraction, None, "compute efficiency (default 0.30)"),
+    _p("text_file", ["-f", "--file"], path, None, "the text to score, UTF-8 natural language, as llama-perplexity -f "
+       "(default: Python's own documentation topics, pydoc_data.topics: offline, the same on every machine)",
+       metavar="TEXT"),
+    _p("chunks", ["--chunks"], positive_int, None, "score at most this many chunks of -c tokens, as llama-perplexity "
+       "(default: all the text holds)"),
+    _p("base_model", ["--base-model"], text, None, "reference weights (a GGUF of the same vocabulary, e.g. the BF16 "
+       "or Q8_0 the quant was made from): MODEL's weights are compared against its logits, both with f16 KV",
+       metavar="REF.gguf"),
     _p("compare", ["--compare"], text, (), "catalog ids to draw beside the model in the KV plot", metavar="ID"),
     _p("calibrate", ["--calibrate"], path, None, "bench results of this model: calibrate on two measured tg depths",
        metavar="FILE"),

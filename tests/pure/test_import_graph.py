@@ -28,8 +28,9 @@ LAYERS = (
 PURE = ("core", "model", "settings", "memory")  # no file, clock, process or llama.cpp
 LAYER_OF = {name: i for i, (_, names) in enumerate(LAYERS) for name in names}
 # outside libraries a function may import late: heavy or optional, kept off `import llamabench`
-# (requests: 70 ms at every start of the command and of every llama.cpp child, for remote headers alone)
-DEFERRED_OK = ("llama_cpp", "matplotlib", "huggingface_hub", "pynvml", "requests")
+# (requests: 70 ms at every start of the command and of every llama.cpp child, for remote headers alone;
+# pydoc_data: the 465 KB default text of `quality`)
+DEFERRED_OK = ("llama_cpp", "matplotlib", "huggingface_hub", "pynvml", "requests", "pydoc_data")
 
 
 def module_name(path: Path) -> str:

@@ -1,0 +1,60 @@
+"""`llamabench quality MODEL`: what each lossy choice costs in quality, measured as llama-perplexity measures it."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import api
+from ..jobs.quality.job import QUALITY_LISTS, QUALITY_N_CTX, QUALITY_PARAMS
+from ..render.quality import render_quality
+from ..settings import arguments
+from . import SUMMARY
+from .output import keywords, show, warn
+
+HELP = SUMMARY["quality"]
+EXAMPLES = """examples:
+  llamabench quality model.gguf                                  # q8_0 and q4_0 KV against f16, -c 4096
+  llamabench quality model.gguf -c 4096,32768 -ctk q8_0,q4_0 -ctv q8_0,q4_0 --chunks 4
+  llamabench quality model-Q4_K_M.gguf --base-model model-Q8_0.gguf -f wiki.test.raw
+  llamabench quality model.gguf -ctk q8_0 -ctv q8_0 --results quality.jsonl   # fit --results shows it
+The numbers are llama-perplexity's: the text cut into chunks of -c tokens, the second half of each scored, the
+base's log-probs in its compact form (tools/perplexity/perplexity.cpp), so llama-perplexity --kl-divergence-base /
+--kl-divergence on the same text and options prints the same KLD, PPL and same-top rate. The base and every choice
+run side by side, a few rows at a time: no file of log-probs, and nothing vocab-sized held for a whole chunk.
+"""
+OPTIONS = ("text_file", "chunks", "base_model", "rpc", "results")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    arguments.add_arguments(parser, ("model", *QUALITY_PARAMS, *OPTIONS, "output"), lists=QUALITY_LISTS,
+                            defaults={"n_gpu_layers": None, "type_k": None, "type_v": None},
+                            helps={"n_ctx": f"context length of each chunk (default {QUALITY_N_CTX}); the base is "
+                                            "made per context",
+                                   "type_k": "K cache types to score against f16 (default q8_0,q4_0; paired with -ctv)",
+                                   "type_v": "V cache types to score against f16 (default q8_0,q4_0)",
+                                   "n_gpu_layers": "layers on the GPU (default all, as llama-perplexity)"})
+
+
+def _progress(kind: str, data) -> None:
+    if kind == "chunk":
+        e = data["event"]
+        left = e.seconds / e.done * (e.total - e.done)
+        print(f"llamabench: quality -c {data['n_ctx']}: chunk {e.done}/{e.total}, {e.seconds:.0f} s, "
+              f"ETA {left:.0f} s", file=sys.stderr, flush=True)
+    elif kind == "text":
+        e = data["event"]
+        print(f"llamabench: quality -c {data['n_ctx']}: the text is {e.n_tokens:,} tokens: {e.n_chunks} chunks to "
+              f"score", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    record = api.quality(args.model, on_event=_progress, **keywords(args, (*QUALITY_PARAMS, *OPTIONS)))
+    if record.context_warning:
+        warn(record.context_warning)
+    show(record, args.output, render_quality)
+    if record.interrupted:
+        print("llamabench: interrupted: the chunks scored before it are kept"
+              + (f" in {args.results}" if args.results else ""), file=sys.stderr)
+        return 130
+    return 0 if all(r.ok for r in record.rows) else 1
