@@ -335,7 +335,8 @@ def _quality_record(plan, outcomes: list[ContextOutcome], *, records: list[Quali
                        rows_per_decode=max(r.rows_per_decode for r in records),
                        context_warning="; ".join(warnings) or None, interrupted=any(r.interrupted for r in records))
     outcome = outcomes[0]
-    return QualityRecord(model=plan.source.model_block(plan.source.metadata.architecture), params=plan.params,
+    return QualityRecord(model=plan.source.model_block(plan.source.metadata.architecture),
+                         params=plan.params.replace(n_ctx=outcome.n_ctx),
                          text=outcome.text, rows=outcome.rows,
                          base_model=plan.base.model_block(plan.base.metadata.architecture) if plan.base else None,
                          chunks_asked=plan.chunks, rows_per_decode=outcome.rows_per_decode,

@@ -44,14 +44,14 @@ def _progress(kind: str, data) -> None:
               f"ETA {left:.0f} s", file=sys.stderr, flush=True)
     elif kind == "text":
         e = data["event"]
-        print(f"llamabench: quality -c {data['n_ctx']}: the text is {e.n_tokens:,} tokens: {e.n_chunks} chunks to "
+        print(f"llamabench: quality -c {data['n_ctx']}: {e.n_chunks} chunks of the text's {e.n_tokens:,} tokens to "
               f"score", file=sys.stderr, flush=True)
+    elif kind == "warning":
+        warn(data["message"])
 
 
 def run(args: argparse.Namespace) -> int:
     record = api.quality(args.model, on_event=_progress, **keywords(args, (*QUALITY_PARAMS, *OPTIONS)))
-    if record.context_warning:
-        warn(record.context_warning)
     show(record, args.output, render_quality)
     if record.interrupted:
         print("llamabench: interrupted: the chunks scored before it are kept"

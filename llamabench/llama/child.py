@@ -47,12 +47,14 @@ from .messages import (
     Tensors,
     TensorsJob,
     TestFailed,
+    TextTokens,
+    TokensJob,
     read_job,
     read_request,
     to_wire,
 )
 from .process import die_with_parent
-from .scoring import Scoring
+from .scoring import Scoring, text_tokens
 
 
 def emit(event: Event) -> None:
@@ -258,6 +260,8 @@ def main() -> int:
             emit(Recipe(engine.quantize_recipe(job.path, job.ftype)))
         elif isinstance(job, QualityJob):
             score_quality(job)
+        elif isinstance(job, TokensJob):
+            emit(TextTokens(*text_tokens(job.path, job.text, job.base_path)))
         else:
             create_and_bench(job)
     except LlamabenchError as exc:  # llama.cpp's refusal, in its words

@@ -137,6 +137,17 @@ class QualityJob(_Job):
         _endpoints(self)
 
 
+@dataclass(frozen=True)
+class TokensJob(_Job):
+    """The text's tokens in the model's vocabulary, the model's vocabulary and trained context, and the base model's
+    vocabulary where there is one: vocabularies alone are loaded (a `TextTokens` event)."""
+
+    path: str
+    text: str
+    base_path: str | None = None
+    kind: ClassVar[str] = "tokens"
+
+
 # requests: the lines a dry-run child reads after its job --------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -290,6 +301,17 @@ class QualityText(_Event):
 
 
 @dataclass(frozen=True)
+class TextTokens(_Event):
+    """A `TokensJob`'s answer."""
+
+    n_tokens: int
+    n_vocab: int
+    n_ctx_train: int
+    base_n_vocab: int | None = None
+    kind: ClassVar[str] = "text_tokens"
+
+
+@dataclass(frozen=True)
 class QualityChunk(_Event):
     """`done` chunks of `total` scored: every choice's statistics so far, in the job's order."""
 
@@ -316,15 +338,16 @@ class Beat(_Event):
     kind: ClassVar[str] = "beat"
 
 
-Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob, QualityJob]
+Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob, QualityJob, TokensJob]
 Request = Union[LoadRequest, ContextRequest]
 Event = Union[Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices, Tensors, Recipe,
-              QualityText, QualityChunk, Done, Beat]
+              QualityText, TextTokens, QualityChunk, Done, Beat]
 
-JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob, QualityJob)}
+JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob, QualityJob,
+                            TokensJob)}
 REQUESTS = {c.kind: c for c in (LoadRequest, ContextRequest)}
 EVENTS = {c.kind: c for c in (Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices,
-                               Tensors, Recipe, QualityText, QualityChunk, Done, Beat)}
+                               Tensors, Recipe, QualityText, TextTokens, QualityChunk, Done, Beat)}
 
 
 def to_wire(message: Job | Request | Event) -> dict:

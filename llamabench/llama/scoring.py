@@ -39,6 +39,41 @@ def rows_per_decode(n_vocab: int, n_contexts: int, n_ubatch: int) -> int:
     return max(ROWS_STEP, min(n_ubatch, fits // ROWS_STEP * ROWS_STEP))
 
 
+def tokenize(lc, vocab, text: str) -> np.ndarray:
+    """The text's tokens as llama-perplexity makes them (common_tokenize: add_special, no special parsing)."""
+    data = text.encode("utf-8")
+    cap = len(data) + 16
+    buf = (lc.llama_token * cap)()
+    n = lc.llama_tokenize(vocab, data, len(data), buf, cap, True, False)
+    if n < 0:
+        raise EngineError(f"llama.cpp could not tokenize the text ({n})")
+    return np.ctypeslib.as_array(buf)[:n].astype(np.int32)
+
+
+def text_tokens(path: str, text: str, base_path: str | None = None) -> tuple[int, int, int, int | None]:
+    """(tokens of the text, n_vocab, trained context, the base's n_vocab or None), from vocabularies alone."""
+    lc = _llama()
+    params = lc.llama_model_default_params()
+    params.vocab_only = True
+    found = []
+    with captured_log() as lines:
+        for p in (path, base_path):
+            if p is None:
+                found.append(None)
+                continue
+            model = lc.llama_model_load_from_file(os.fsencode(p), params)
+            if not model:
+                raise EngineError(f"llama.cpp could not load {p} ({_reason(lines, 'no reason logged')})")
+            try:
+                vocab = lc.llama_model_get_vocab(model)
+                n_tokens = len(tokenize(lc, vocab, text)) if p == path else 0
+                found.append((n_tokens, int(lc.llama_vocab_n_tokens(vocab)), int(lc.llama_model_n_ctx_train(model))))
+            finally:
+                lc.llama_model_free(model)
+    (n_tokens, n_vocab, n_ctx_train), base = found
+    return n_tokens, n_vocab, n_ctx_train, base[1] if base else None
+
+
 class _Batch:
     """One llama_batch reused for every call and every context (the same tokens go to each)."""
 
@@ -117,15 +152,7 @@ class Scoring(_Closing):
         return model
 
     def tokenize(self, text: str) -> np.ndarray:
-        """The text's tokens as llama-perplexity makes them (common_tokenize: add_special, no special parsing)."""
-        lc = self._lc
-        data = text.encode("utf-8")
-        cap = len(data) + 16
-        buf = (lc.llama_token * cap)()
-        n = lc.llama_tokenize(self.vocab, data, len(data), buf, cap, True, False)
-        if n < 0:
-            raise EngineError(f"llama.cpp could not tokenize the text ({n})")
-        return np.ctypeslib.as_array(buf)[:n].astype(np.int32)
+        return tokenize(self._lc, self.vocab, text)
 
     def _decode(self, ctx, what: str) -> None:
         rc = self._lc.llama_decode(ctx, self._batch.batch)

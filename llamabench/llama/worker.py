@@ -39,6 +39,8 @@ from .messages import (
     Request,
     Tensors,
     TensorsJob,
+    TextTokens,
+    TokensJob,
     read_event,
     to_wire,
 )
@@ -221,6 +223,19 @@ def quantize_recipe(path: str, ftype: int, *, timeout_s: float = RECIPE_TIMEOUT_
     if outcome.failure or types is None:
         raise EngineError(f"{path}: llama.cpp's quantize recipe: {outcome.failure or 'no answer came back'}")
     return types
+
+
+TOKENS_TIMEOUT_S = 300.0  # vocabularies loaded and a text tokenized
+
+
+def text_tokens(path: str, text: str, base_path: str | None = None, *,
+                timeout_s: float = TOKENS_TIMEOUT_S) -> TextTokens:
+    """The text's tokens in the model's vocabulary, its n_vocab and trained context, the base's n_vocab (a child)."""
+    found, outcome = run_job_within(TokensJob(path, text, base_path), timeout_s)
+    answer = next((e for e in found if isinstance(e, TextTokens)), None)
+    if answer is None:
+        raise EngineError(f"could not tokenize the text: {outcome.failure or 'no answer'}")
+    return answer
 
 
 def device_memory() -> list[Device]:

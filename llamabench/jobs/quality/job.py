@@ -14,7 +14,7 @@ from typing import Callable
 from ...core import cache_types
 from ...core.errors import UsageError
 from ...llama.messages import QualityChunk, QualityJob, QualityText
-from ...llama.worker import run_job
+from ...llama.worker import run_job, text_tokens
 from ...settings.params import Params
 from ...world.texts import ScoredText, read_text
 from ..arguments import call_values
@@ -29,7 +29,7 @@ QUALITY_N_CTX = 4096  # without -c: a context every small model takes, and the t
 ALL_LAYERS = 99
 DEFAULT_CHOICES = (("q8_0", "q8_0"), ("q4_0", "q4_0"))  # without -ctk / -ctv and no base model: fit's lossy types
 
-Notify = Callable[[str, dict], None]  # ("context" | "text" | "chunk" | "context_done", data)
+Notify = Callable[[str, dict], None]  # ("warning" | "context" | "text" | "chunk", data)
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,12 @@ class QualityPlan:
     text: ScoredText
     chunks: int | None
     rpc: tuple[str, ...] | None
+    n_tokens: int = 0  # the text's tokens in the model's vocabulary
+    n_ctx_train: int = 0
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(w for c in self.contexts if (w := beyond_training(c, self.n_ctx_train)))
 
     @property
     def base_label(self) -> str:
@@ -61,10 +67,15 @@ class ContextOutcome:
 
     @property
     def context_warning(self) -> str | None:
-        if self.n_ctx_train and self.n_ctx > self.n_ctx_train:
-            return (f"-c {self.n_ctx:,} exceeds the trained context {self.n_ctx_train:,}: the divergences measure "
-                    "the model beyond what it was trained on")
-        return None
+        return beyond_training(self.n_ctx, self.n_ctx_train)
+
+
+def beyond_training(n_ctx: int, n_ctx_train: int) -> str | None:
+    """One line where a context goes past the trained one (llama.cpp allows it, and so does quality)."""
+    if n_ctx_train and n_ctx > n_ctx_train:
+        return (f"-c {n_ctx:,} exceeds the trained context {n_ctx_train:,}: the divergences measure the model beyond "
+                "what it was trained on")
+    return None
 
 
 def _local_file(source: ModelSource, what: str) -> ModelSource:
@@ -104,8 +115,17 @@ def plan_quality(model: str, given: dict, *, text_file=None, chunks=None, base_m
         if cache_types.is_quantized(type_v_) and not params.flash_attn:
             raise UsageError(f"-ctv {type_v_}: a quantized V cache needs flash attention (-fa on), in llama.cpp too")
     text = read_text(text_file)
+    path = str(source.gguf_for_llama())
+    tokens = text_tokens(path, text.text, str(base.path) if base else None)
+    if base is not None and tokens.base_n_vocab != tokens.n_vocab:
+        raise UsageError(f"--base-model {base.label} has another vocabulary ({tokens.base_n_vocab:,} tokens against "
+                         f"{tokens.n_vocab:,}): KL divergence compares the same tokens")
+    short = [c for c in contexts if c > tokens.n_tokens]
+    if short:
+        raise UsageError(f"the text is {tokens.n_tokens:,} tokens long in this model's vocabulary; -c {max(short)} "
+                         f"needs at least {max(short):,} (one chunk)", hint="a longer text (-f FILE) or a smaller -c")
     return QualityPlan(source, base, params, tuple(contexts), tuple(dict.fromkeys(choices)), text,
-                       chunks, tuple(rpc) if rpc else None)
+                       chunks, tuple(rpc) if rpc else None, tokens.n_tokens, tokens.n_ctx_train)
 
 
 def run_context(plan: QualityPlan, n_ctx: int, notify: Notify) -> ContextOutcome:
@@ -150,6 +170,8 @@ def run_quality(plan: QualityPlan, *, save: Callable[[ContextOutcome], None], no
     """Every context in turn, each outcome handed to `save` as it ends; True where it was interrupted (Ctrl-C), after
     the rows measured so far were saved."""
     notify = notify or (lambda kind, data: None)
+    for message in plan.warnings:
+        notify("warning", {"message": message})
     for index, n_ctx in enumerate(plan.contexts):
         notify("context", {"n_ctx": n_ctx, "index": index, "total": len(plan.contexts)})
         outcome = run_context(plan, n_ctx, notify)
