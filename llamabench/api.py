@@ -367,16 +367,16 @@ class Report:
         return serial.from_dict(cls, data)
 
 
-def _inspection_of_bench(bench: BenchRecord) -> InspectRecord:
-    """The inspect record a bench's results leave out, from the model its records name (a catalog id's twin: the id;
-    a file: its path), at the bench's parameters. Metadata only: nothing runs."""
-    model = bench.model.label if bench.model.is_twin else (bench.model.path or bench.model.label)
-    p = bench.params
+def _inspection_of_run(record: BenchRecord | QualityRecord) -> InspectRecord:
+    """The inspect record a bench's or a quality run's results leave out, from the model its records name (a catalog
+    id's twin: the id; a file: its path), at the run's parameters. Metadata only: nothing runs."""
+    model = record.model.label if record.model.is_twin else (record.model.path or record.model.label)
+    p = record.params
     try:
         return inspect(model, n_ctx=p.n_ctx, type_k=p.type_k, type_v=p.type_v, flash_attn=p.flash_attn,
-                       n_seq=p.n_seq, kv_unified=p.kv_unified, swa_full=p.swa_full)  # the bench's own context
+                       n_seq=p.n_seq, kv_unified=p.kv_unified, swa_full=p.swa_full)  # the run's own context
     except LlamabenchError as exc:
-        raise LlamabenchError(f"{bench.model.label}: the results hold no inspect record, and the model they name "
+        raise LlamabenchError(f"{record.model.label}: the results hold no inspect record, and the model they name "
                               f"cannot be read again ({exc})",
                               hint="run `llamabench inspect MODEL --results FILE` for this model") from None
 
@@ -393,10 +393,11 @@ def report(results, *, out_dir: PathLike | None = None, compare=()) -> Report:
     out = Path(out_dir) if out_dir else None
     written = []
     for label, results_of in models.items():
-        if results_of.latest_inspect is None and results_of.bench:
-            results_of.inspect.append(_inspection_of_bench(results_of.bench[-1]))
+        run = (results_of.bench or results_of.quality or [None])[-1]
+        if results_of.latest_inspect is None and run is not None:
+            results_of.inspect.append(_inspection_of_run(run))
             warnings.append(f"{label}: the results hold no inspect record: the layout and theory were read from the "
-                            f"model's metadata again, at the bench's parameters")
+                            f"model's metadata again, at the {run.kind.value} run's parameters")
         # the label comes from the results file: one cleaned folder name, checked to stay inside the parent
         target = out if out and len(models) == 1 else report_folder(out or paths.reports_dir(), label)
         files_written, records = write_report(results_of, target, compare=list(comparisons),

@@ -38,8 +38,12 @@ FIELDS = (
 )
 
 
+def render_quality_rows(rows, fmt: str = "text") -> str:
+    return table(rows, FIELDS, fmt)
+
+
 def render_quality(record: QualityRecord, fmt: str = "text") -> str:
-    rows = table(record.rows, FIELDS, fmt)
+    rows = render_quality_rows(record.rows, fmt)
     if fmt == "csv":
         return rows
     t = record.text

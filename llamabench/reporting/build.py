@@ -13,19 +13,21 @@ from ..core.errors import LlamabenchError
 from ..core.safe_text import shown_path
 from ..core.units import MIB
 from ..jobs.fit.search import PlacementKind
+from ..jobs.quality.result import F16_BASE
 from ..memory import speed
-from ..memory.footprint import KvPoint, kv_curve
+from ..memory.footprint import KvPoint, compute_footprint, kv_curve
 from ..memory.inspection import Inspection, f16_kv_bytes_per_token
 from ..model.layout import geometry_from_metadata
 from ..records.records import BenchRecord
 from ..render.bench import memory_table, speed_table
 from ..render.fit import markdown_report
+from ..render.quality import render_quality_rows
 from ..render.table import compress_indices, render_markdown
 from ..settings.params import Params
 from ..world import catalog
 from ..world.outputs import make_folder, write_atomically
 from . import plots
-from .kv_record import KIND_WORDS, KvEfficiencyRecord, build_record
+from .kv_record import KIND_WORDS, KvEfficiencyRecord, MeasuredQuality, build_record
 from .load import ModelResults
 from .runtimes import comparison_md
 
@@ -172,6 +174,7 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
             continue
         records.append(build_record(results.label, name, inspection, results.verify, results.bench, n_ctx, kv_at,
                                     results.latest_fit.fit if results.latest_fit else None))
+    records += _lossy_records(results, name, inspection, contexts)
     stored = [r.to_dict() for r in records]
     record_json = json.dumps(stored if len(stored) > 1 else stored[0], indent=2) + "\n"
     write_atomically(out_dir / "record.json", record_json, "report file")
@@ -197,10 +200,34 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
     components = _components(results)
     if components:
         written += plots.theory_vs_measured(out_dir, name, components)
+    quality_rows = [row for row, _ in results.quality_rows]
+    if quality_rows:
+        written += plots.quality(out_dir, name, quality_rows)
 
     md = _markdown(results, name, inspection, stored, fit, components, written, sources, series)
     write_atomically(out_dir / "report.md", md, "report file")
     return [str(p) for p in written] + [str(out_dir / "record.json"), str(out_dir / "report.md")], records
+
+
+def _lossy_records(results: ModelResults, name: str, inspection: Inspection,
+                   contexts: list[int]) -> list[KvEfficiencyRecord]:
+    """A kv_efficiency record per lossy KV type a quality run measured, at each context of the report: its quality
+    against f16 KV at that context where measured there, else at the deepest context it was measured at (the
+    record says which)."""
+    measured: dict[tuple[str, str], list[MeasuredQuality]] = {}
+    for row, record in results.quality_rows:
+        if row.base == F16_BASE:
+            measured.setdefault((row.type_k, row.type_v), []).append(MeasuredQuality(row, record.text))
+    out = []
+    fit = results.latest_fit.fit if results.latest_fit else None
+    for types, found in sorted(measured.items()):
+        for n_ctx in contexts:
+            at = next((m for m in found if m.row.n_ctx == n_ctx), max(found, key=lambda m: m.row.n_ctx))
+            params = inspection.footprint.params.replace(n_ctx=n_ctx, type_k=types[0], type_v=types[1])
+            kv_at = compute_footprint(inspection.geometry, params).kv_bytes
+            out.append(build_record(results.label, name, inspection, results.verify, results.bench, n_ctx, kv_at, fit,
+                                    kv_types=types, quality=at))
+    return out
 
 
 def _markdown(results: ModelResults, name, inspection, records, fit, components, written, sources, series) -> str:
@@ -261,6 +288,16 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
                   "cached as full attention.", "", _roofline_md(series)]
         if "roofline" in plot_names:
             lines += ["![roofline](roofline.png)", ""]
+    if results.quality_rows:
+        texts = {f"{r.text.name} ({r.text.n_tokens:,} tokens, sha256 {r.text.sha256[:16]})"
+                 for _, r in results.quality_rows}
+        lines += ["## What the lossy choices cost (measured)", "",
+                  "Each row is a lossy choice against its base, measured as llama-perplexity --kl-divergence measures "
+                  "it (llamabench quality): the KV types against f16 KV of the same model, the weights against the "
+                  "base model's logits. Text: " + "; ".join(sorted(texts)) + ".", "",
+                  render_quality_rows([row for row, _ in results.quality_rows], "md"), ""]
+        if "quality" in plot_names:
+            lines += ["![quality against context](quality.png)", ""]
     lines += ["## kv_efficiency record", "", "```json",
               json.dumps(records if len(records) > 1 else records[0], indent=2), "```", ""]
     source = (results.bench or results.verify or results.inspect)[-1]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core import serial
 from ..jobs.fit.result import FitResult
+from ..jobs.quality.result import QualityRow, ScoredTextRef
 from ..memory.allocations import bytes_equal
+from ..memory.footprint import compute_footprint
 from ..memory.inspection import Inspection
 from ..records.records import BenchRecord, VerifyRecord
 from ..render.table import compress_indices
@@ -43,6 +45,16 @@ class KvEfficiencyRecord:
     measured_decode_tok_s: float | None = None
     measured_depth: int | None = None
     measured_bytes_per_token_basis: str | None = None
+    type_k: str = "f16"  # the KV types of the figures; f16 is the base the quality of the others is measured against
+    type_v: str = "f16"
+    # a lossy KV type's measured quality against f16 KV (llamabench quality); None where no run measured it
+    measured_kld_mean: float | None = None
+    measured_kld_p99: float | None = None
+    measured_ppl_ratio: float | None = None
+    measured_same_top_p: float | None = None  # %
+    measured_quality_text: str | None = None  # the text, its tokens and sha256
+    measured_quality_n_ctx: int | None = None
+    measured_quality_chunks: int | None = None
 
     def to_dict(self) -> dict:
         return serial.to_dict(self)
@@ -102,11 +114,22 @@ def state_per_sequence(fp) -> int:
     return fp.recurrent_state_bytes // max(1, fp.params.n_seq)
 
 
-def _timed(bench: list[BenchRecord], n_ctx: int) -> list[BenchRecord]:
-    """The f16 timed tests at this context from one machine (the one measured last); Llama() contexts where
-    there are any (the methodology's), else llama-server's."""
-    ok = [r for r in bench if r.ok and r.params.n_ctx == n_ctx and r.params.type_k == "f16"
-          and r.params.type_v == "f16"]
+@dataclass(frozen=True)
+class MeasuredQuality:
+    """A quality row of a lossy KV type against f16 KV, and the text it was scored on."""
+
+    row: QualityRow
+    text: ScoredTextRef
+
+    @property
+    def text_words(self) -> str:
+        return f"{self.text.name}, {self.text.n_tokens:,} tokens, sha256 {self.text.sha256[:16]}"
+
+
+def _timed(bench: list[BenchRecord], n_ctx: int, kv_types: tuple[str, str] = ("f16", "f16")) -> list[BenchRecord]:
+    """The timed tests of these KV types at this context from one machine (the one measured last); Llama() contexts
+    where there are any (the methodology's), else llama-server's."""
+    ok = [r for r in bench if r.ok and r.params.n_ctx == n_ctx and (r.params.type_k, r.params.type_v) == kv_types]
     ok = [r for r in ok if r.runtime != "llama-server"] or ok
     if not ok:
         return []
@@ -126,18 +149,34 @@ def _by_depth(timed: list[BenchRecord]) -> list[dict]:
     return out
 
 
+def _quality_methodology(kv_types: tuple[str, str], quality: MeasuredQuality | None) -> str:
+    if kv_types == ("f16", "f16"):
+        return "f16 K/V is the base the quality of lossy KV types is measured against: no quality delta of its own"
+    if quality is None:
+        return (f"no quality run for K {kv_types[0]} / V {kv_types[1]}: measured_kld_* and the other quality fields "
+                "are null (llamabench quality MODEL -ctk ... -ctv ... measures them)")
+    row = quality.row
+    return (f"measured_kld_mean, measured_kld_p99, measured_ppl_ratio and measured_same_top_p are K {row.type_k} / V "
+            f"{row.type_v} against f16 KV of the same model, measured as llama-perplexity --kl-divergence measures "
+            f"them (llamabench quality) on {quality.text_words}, n_ctx {row.n_ctx:,}, {row.chunks} chunks "
+            f"({row.n_tokens_scored:,} tokens scored)")
+
+
 def _methodology(context_length: int, verify: list[VerifyRecord], timed: list[BenchRecord], by_depth: list[dict],
-                 fit: FitResult | None) -> list[str]:
+                 fit: FitResult | None, kv_types: tuple[str, str] = ("f16", "f16"),
+                 quality: MeasuredQuality | None = None) -> list[str]:
     """How each figure of the record was obtained."""
-    verified = [v for v in verify if v.params.n_ctx == context_length and v.footprint is not None]
+    verified = [v for v in verify if v.params.n_ctx == context_length and v.footprint is not None
+                and (v.params.type_k, v.params.type_v) == kv_types]
+    types = "f16 K/V" if kv_types == ("f16", "f16") else f"K {kv_types[0]} / V {kv_types[1]}"
     methodology = [f"kv_bytes_per_token, kv_bytes_at_context and recurrent_state_bytes are derived from the GGUF "
-                   f"metadata with llama.cpp's sizing rules (llamabench inspect), f16 K/V, 1 sequence, "
+                   f"metadata with llama.cpp's sizing rules (llamabench inspect), {types}, 1 sequence, "
                    f"n_ctx {context_length:,} after llama.cpp's rounding"]
     methodology.append("the runtime of these figures: one llama.cpp context as llama-cpp-python's Llama() and "
                        "llama-bench create it (1 sequence)")
     if fit is not None:
-        rows = [r for r in fit.rows if r.settings.n_ctx == context_length and r.settings.type_k == "f16"
-                and r.settings.type_v == "f16"]
+        rows = [r for r in fit.rows if r.settings.n_ctx == context_length
+                and (r.settings.type_k, r.settings.type_v) == kv_types]
         sized = f"the fit in this report was sized for {fit.runtime.describe()}"
         if rows:
             sized += (f"; its context at n_ctx {context_length:,} holds {rows[0].parts.kv + rows[0].host.kv:,} B of "
@@ -155,7 +194,8 @@ def _methodology(context_length: int, verify: list[VerifyRecord], timed: list[Be
             f"{first.repetitions} repetitions of {', '.join(by_depth[-1]['tests'])} at depth {by_depth[-1]['depth']:,} "
             f"in a timed run on {first.series} ({first.params.n_threads} threads)")
     else:
-        methodology.append("no timed run at this context: measured_* are null")
+        methodology.append("no timed run at this context: measured_kv_bytes and the measured speeds are null")
+    methodology.append(_quality_methodology(kv_types, quality))
     return methodology
 
 
@@ -194,11 +234,17 @@ def _bytes_basis(timed: list[BenchRecord], depth: int | None) -> str | None:
 
 
 def build_record(label: str, model_name: str, ins: Inspection, verify: list[VerifyRecord], bench: list[BenchRecord],
-                 context_length: int, kv_bytes_at_context: int, fit: FitResult | None = None) -> KvEfficiencyRecord:
-    """One kv_efficiency record at one context length; measured_* stay None without a timed run."""
+                 context_length: int, kv_bytes_at_context: int, fit: FitResult | None = None, *,
+                 kv_types: tuple[str, str] = ("f16", "f16"),
+                 quality: MeasuredQuality | None = None) -> KvEfficiencyRecord:
+    """One kv_efficiency record at one context length and KV types (f16 unless said); measured_* stay None without a
+    timed run, and a lossy type's quality fields without a quality run."""
     hybrid = any(layer.kind != "full" for layer in ins.geometry.layers)
     ctx_k = f"{context_length // 1024}k" if context_length % 1024 == 0 else str(context_length)
-    timed = _timed(bench, context_length)
+    if kv_types != ("f16", "f16"):
+        ins = replace(ins, footprint=compute_footprint(ins.geometry, ins.footprint.params.replace(
+            type_k=kv_types[0], type_v=kv_types[1])))
+    timed = _timed(bench, context_length, kv_types)
     by_depth = _by_depth(timed)
     measured_kv = (timed[0].allocations.kv_bytes if timed[0].allocations else None) if timed else None
     if timed and timed[0].footprint is not None:  # theory of the context the timed run created (its sequences:
@@ -210,14 +256,22 @@ def build_record(label: str, model_name: str, ins: Inspection, verify: list[Veri
     for source in timed[:1] or verify[:1]:
         build = source.versions.llama_cpp_python
     engine_id = f"llama-cpp (llama-cpp-python {build})" if build else "llama-cpp"
-    methodology = _methodology(context_length, verify, timed, by_depth, fit)
+    methodology = _methodology(context_length, verify, timed, by_depth, fit, kv_types, quality)
     notes = _notes(ins, bench, timed, by_depth, context_length, kv_bytes_at_context, measured_kv)
     fp = ins.footprint
+    types = "" if kv_types == ("f16", "f16") else (
+        f"-{kv_types[0]}" if kv_types[0] == kv_types[1] else f"-k{kv_types[0]}-v{kv_types[1]}")
+    row = quality.row if quality else None
     return KvEfficiencyRecord(
-        id=f"kv-efficiency/{label}-{'hybrid-' if hybrid else ''}kv-{ctx_k}", model=model_name,
+        id=f"kv-efficiency/{label}-{'hybrid-' if hybrid else ''}kv-{ctx_k}{types}", model=model_name,
         kv_bytes_basis=kv_bytes_basis(ins), methodology="; ".join(methodology), notes="; ".join(notes),
         engine_id=engine_id, context_length=context_length, n_ctx_train=ins.geometry.n_ctx_train,
         kv_bytes_per_token=fp.kv_bytes_per_token, full_gqa_kv_bytes_per_token=fp.full_gqa_kv_bytes_per_token,
         kv_bytes_at_context=kv_bytes_at_context, recurrent_state_bytes=state_per_sequence(fp),
         measured_kv_bytes=measured_kv, measured_prefill_tok_s=measured_pp, measured_decode_tok_s=measured_tg,
-        measured_depth=depth, measured_bytes_per_token_basis=_bytes_basis(timed, depth))
+        measured_depth=depth, measured_bytes_per_token_basis=_bytes_basis(timed, depth),
+        type_k=kv_types[0], type_v=kv_types[1],
+        measured_kld_mean=row.kld_mean if row else None, measured_kld_p99=row.kld_p99 if row else None,
+        measured_ppl_ratio=row.ppl_ratio if row else None, measured_same_top_p=row.same_top_p if row else None,
+        measured_quality_text=quality.text_words if quality else None,
+        measured_quality_n_ctx=row.n_ctx if row else None, measured_quality_chunks=row.chunks if row else None)

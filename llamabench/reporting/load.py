@@ -6,7 +6,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import LlamabenchError
-from ..records.records import BenchRecord, FitRecord, InspectRecord, Record, RooflineRecord, VerifyRecord, read_records
+from ..jobs.quality.result import QualityRow
+from ..records.records import (
+    BenchRecord,
+    FitRecord,
+    InspectRecord,
+    QualityRecord,
+    Record,
+    RooflineRecord,
+    VerifyRecord,
+    read_records,
+)
 from ..world.outputs import note_input
 
 
@@ -18,6 +28,18 @@ class ModelResults:
     verify: list[VerifyRecord] = field(default_factory=list)
     fit: list[FitRecord] = field(default_factory=list)
     bench: list[BenchRecord] = field(default_factory=list)
+    quality: list[QualityRecord] = field(default_factory=list)
+
+    @property
+    def quality_rows(self) -> list[tuple[QualityRow, QualityRecord]]:
+        """Every measured quality row, the newest per context, KV types and base, with its record (its text)."""
+        latest: dict = {}
+        for record in sorted(self.quality, key=lambda r: r.timestamp):
+            for row in record.rows:
+                if row.ok:
+                    latest[(row.n_ctx, row.type_k, row.type_v, row.base)] = (row, record)
+        return sorted(latest.values(), key=lambda pair: (pair[0].base, pair[0].type_k, pair[0].type_v,
+                                                         pair[0].n_ctx))
 
     @property
     def latest_inspect(self) -> InspectRecord | None:
@@ -31,7 +53,7 @@ class ModelResults:
         if isinstance(record, RooflineRecord):
             return  # predictions: nothing a report is built from
         bucket = {InspectRecord: self.inspect, VerifyRecord: self.verify, FitRecord: self.fit,
-                  BenchRecord: self.bench}[type(record)]
+                  BenchRecord: self.bench, QualityRecord: self.quality}[type(record)]
         bucket.append(record)
 
     def deduplicate(self) -> None:

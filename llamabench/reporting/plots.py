@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ..core.units import GIB
 from ..jobs.fit.advice import short_placement
+from ..jobs.quality.result import F16_BASE
 from ..memory.footprint import KvPoint
 from ..settings.params import DEFAULT_N_CTX
 from ..world.outputs import write_with
@@ -218,3 +219,32 @@ def roofline(out_dir: Path, name: str, series: list[dict]) -> list[Path]:
     fig.suptitle(f"{name}: decode speed against the bytes each token reads"
                  + (f"\n{series[0]['label']}; model {series[0]['basis']}" if single else ""), fontsize=10)
     return _save(fig, out_dir, "roofline")
+
+
+def quality(out_dir: Path, name: str, rows: list) -> list[Path]:
+    """Mean KLD (with its ±) and its 99th percentile against context, one line per KV type; the weights against
+    their base beside, where measured."""
+    plt = _plt()
+    kv = [r for r in rows if r.base == F16_BASE]
+    weights = [r for r in rows if r.base != F16_BASE]
+    panels = [p for p in (kv, weights) if p]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.4), squeeze=False)
+    for ax, group in zip(axes[0], panels):
+        series: dict[str, list] = {}
+        for r in group:
+            series.setdefault(r.label if r.base == F16_BASE else f"{r.label} vs {r.base}", []).append(r)
+        for label, points in sorted(series.items()):
+            points.sort(key=lambda r: r.n_ctx)
+            xs = [r.n_ctx for r in points]
+            line = ax.errorbar(xs, [max(r.kld_mean, 1e-6) for r in points], yerr=[r.kld_mean_unc or 0 for r in points],
+                               marker="o", capsize=3, label=f"{label}: mean")
+            ax.plot(xs, [max(r.kld_p99, 1e-6) for r in points], linestyle="--", marker=".",
+                    color=line[0].get_color(), label=f"{label}: p99")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("n_ctx (tokens per chunk; the second half scored)")
+        ax.set_ylabel("KL divergence against the base (nats, measured)")
+        ax.set_title("KV types against f16 KV" if group is kv else "weights against the base model")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{name}: what the lossy choices cost (as llama-perplexity --kl-divergence)", fontsize=10)
+    return _save(fig, out_dir, "quality")

@@ -65,7 +65,8 @@ def test_untimed_run_has_null_measurements(tmp_path, capsys):
     record = json.loads((out / "record.json").read_text())
     assert record["measured_kv_bytes"] is None
     assert record["measured_prefill_tok_s"] is None and record["measured_decode_tok_s"] is None
-    assert "measured_* are null" in record["methodology"]
+    assert "measured_kv_bytes and the measured speeds are null" in record["methodology"]
+    assert record["measured_kld_mean"] is None and "f16 K/V is the base" in record["methodology"]
     assert record["kv_bytes_at_context"] == 2_684_354_560
     assert (out / "kv_vs_context.png").stat().st_size > 1000
     assert (out / "theory_vs_measured.png").stat().st_size > 1000  # from the dry run

@@ -65,7 +65,8 @@ def test_kv_types_are_scored_as_llama_perplexity_scores_them(which, request, tex
     _perplexity(model, text, "--kl-divergence-base", str(tmp_path / "base.kld"))  # f16 KV
     record = lb.quality(model, n_ctx=N_CTX, n_batch=N_CTX, chunks=CHUNKS, repack=False, type_k="q8_0,q4_0",
                         type_v="q8_0,q4_0", results=tmp_path / "quality.jsonl")
-    assert [(r.type_k, r.type_v, r.base) for r in record.rows] == [("q8_0", "q8_0", "f16 KV"), ("q4_0", "q4_0", "f16 KV")]
+    assert [(r.type_k, r.type_v, r.base) for r in record.rows] == [("q8_0", "q8_0", "f16 KV"),
+                                                                   ("q4_0", "q4_0", "f16 KV")]
     for row in record.rows:
         _assert_agrees(row, _judged(model, text, tmp_path / "base.kld", "-ctk", row.type_k, "-ctv", row.type_v,
                                     "-fa", "on"))
@@ -74,6 +75,13 @@ def test_kv_types_are_scored_as_llama_perplexity_scores_them(which, request, tex
     assert record.text.sha256 == default_text().sha256 and record.text.n_tokens > 100_000
     stored = lb.read_records(tmp_path / "quality.jsonl").records
     assert list(stored) == [record]
+    if which == "gemma":  # the report draws it, and the lossy types' kv_efficiency records carry it
+        (model_report,) = lb.report(tmp_path / "quality.jsonl", out_dir=tmp_path / "report").models
+        by_types = {(r.type_k, r.type_v): r for r in model_report.kv_efficiency}
+        assert by_types[("f16", "f16")].measured_kld_mean is None
+        assert by_types[("q8_0", "q8_0")].measured_kld_mean == q8.kld_mean
+        assert by_types[("q4_0", "q4_0")].measured_quality_chunks == CHUNKS
+        assert (tmp_path / "report" / "quality.png").stat().st_size > 1000
 
 
 def test_a_requantized_file_is_scored_against_its_source(qwen, text, tmp_path):

@@ -15,6 +15,7 @@ from llamabench.jobs.bench.measure import Measurement, Memory, WeightsBasis, roo
 from llamabench.jobs.fit.result import FitResult
 from llamabench.jobs.fit.search import Fitter, Placement, PlacementKind
 from llamabench.jobs.fit.verify import DeviceCheck, FitVerification, PlacementCheck
+from llamabench.jobs.quality.result import QualityRow, ScoredTextRef
 from llamabench.memory.allocations import DeviceParts, parse_allocations
 from llamabench.memory.verification import MatrixCell, MatrixResult, compare
 from llamabench.model.layout import geometry_from_metadata
@@ -25,6 +26,7 @@ from llamabench.records.records import (
     SCHEMA_VERSION,
     BenchRecord,
     FitRecord,
+    QualityRecord,
     RecordKind,
     VerifyRecord,
     append,
@@ -82,7 +84,18 @@ def every_kind() -> list:
     verify = VerifyRecord(model=MODEL, params=fp.params, footprint=fp, allocations=alloc, checks=compare(fp, alloc),
                           machine=MACHINE, versions=VERSIONS)
     roof = lb.roofline("qwen3-30b-a3b", card="rtx-4090", n_ctx="8k")
-    return [inspect, verify, fit_record(), bench_record(), roof]
+    return [inspect, verify, fit_record(), bench_record(), roof, quality_record()]
+
+
+def quality_record() -> QualityRecord:
+    """A quality run: one choice measured (a KLD a hair below zero, as llama-perplexity's compact base allows), one
+    context that failed."""
+    measured = QualityRow(512, "q8_0", "q8_0", "f16 KV", 2, 2, -1e-7, 1e-8, 0.03, 0.07, 17.08, 2.31, 17.09, 2.30,
+                          95.3, 0.94, 510)
+    failed = QualityRow(65536, "q8_0", "q8_0", "f16 KV", 0, 0, reason="llama_decode returned 1 (out of memory?)")
+    return QualityRecord(model=MODEL, params=Params(n_ctx=512, n_batch=512), machine=MACHINE, versions=VERSIONS,
+                         text=ScoredTextRef("pydoc_data.topics (Python 3.11)", "ab" * 32, 465126, 112660),
+                         rows=(measured, failed), chunks_asked=2, rows_per_decode=64)
 
 
 def test_every_kind_round_trips(tmp_path):
