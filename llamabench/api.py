@@ -44,6 +44,7 @@ from .jobs.fit.options import runtime_config as runtime_config
 from .jobs.inspect.job import INSPECT_PARAMS as INSPECT_PARAMS
 from .jobs.inspect.job import inspect_model
 from .jobs.quality.job import ContextOutcome, plan_quality, run_quality
+from .jobs.quality.lookup import KvQuality, fit_quality
 from .jobs.roofline.job import predict
 from .jobs.verify.job import exactness_matrix, verify_model
 from .llama.worker import device_memory
@@ -158,8 +159,21 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
                           device_draft=device_draft, backend=backend, progress=progress)
     answer = run_fit(request)
     record = FitRecord(model=answer.source.model_block(answer.result.architecture), fit=answer.result,
-                       verify=answer.verification)
+                       verify=answer.verification, quality=_fit_quality(answer, model, results))
     return _save(results, record)
+
+
+def _fit_quality(answer, model, results: PathLike | None) -> tuple[KvQuality, ...]:
+    """The fit's lossy KV types at their contexts, with what the results file measured of this model (newest)."""
+    source = answer.source
+    measured = []
+    if results and Path(results).is_file():
+        for record in read_records(Path(results)).records:
+            if isinstance(record, QualityRecord) and record.model.label == source.label:
+                measured += [(row, record.text) for row in record.rows]
+    pairs = [(r.settings.n_ctx, r.settings.type_k, r.settings.type_v) for r in answer.result.rows]
+    given = os.fspath(model) if source.path is not None and source.url is None else None
+    return fit_quality(pairs, measured, model=given, results=os.fspath(results) if results else None)
 
 
 def default_budgets() -> list[Budget]:

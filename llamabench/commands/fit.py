@@ -8,6 +8,7 @@ import sys
 from .. import api
 from ..render.fit import render_text, render_verification
 from ..render.progress import StatusLine
+from ..render.quality import fit_quality_lines
 from ..settings import arguments
 from . import SUMMARY
 from .output import keywords, show
@@ -78,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
     def render(r, fmt: str) -> str:
         text = render_text(r.fit, fmt)
+        if r.quality and fmt != "csv":
+            text += "\n\n" + "\n".join(fit_quality_lines(r.quality))
         return text + ("\n\n" + render_verification(r.verify) if r.verify and fmt != "csv" else "")
 
     show(record, args.output, render)

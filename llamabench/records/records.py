@@ -33,6 +33,7 @@ from ..jobs.bench.measure import Measurement, Memory, Roofline, ServerBench
 from ..jobs.fit.advice import run_line
 from ..jobs.fit.result import FitResult
 from ..jobs.fit.verify import FitVerification
+from ..jobs.quality.lookup import KvQuality
 from ..jobs.quality.result import QualityRow, ScoredTextRef
 from ..jobs.roofline.job import RooflineRow
 from ..llama.devices import without_endpoint
@@ -177,6 +178,7 @@ class FitRecord(Record):
 
     fit: FitResult
     verify: FitVerification | None = None
+    quality: tuple[KvQuality, ...] = ()  # the lossy KV types' measured quality (from --results), or the command
     kind: ClassVar[RecordKind] = RecordKind.FIT
 
     @property

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..core.safe_text import escaped
+from ..jobs.quality.lookup import KvQuality
 from ..jobs.quality.result import QualityRow
 from ..records.records import QualityRecord
 from .fields import Field, table
@@ -65,3 +67,19 @@ def row_sentence(row: QualityRow) -> str:
     """One measured row in a phrase: `KLD 0.0074 (p99 0.031), PPL x0.999, same top 95.3 %`."""
     return (f"KLD {row.kld_mean:.4f} (p99 {row.kld_p99:.3f}), PPL x{row.ppl_ratio:.3f}, "
             f"same top {row.same_top_p:.1f} %")
+
+
+def fit_quality_lines(notes: tuple[KvQuality, ...]) -> list[str]:
+    """fit's lines on its lossy KV types: the measured quality, or that it was not measured and how to measure it."""
+    out = []
+    for q in notes:
+        head = f"quality of {q.type_k}/{q.type_v} KV at n_ctx {q.n_ctx:,}: "
+        if q.row is None:
+            out.append(head + f"quality not measured: {q.command}")
+            continue
+        where = ("measured at this context" if q.at_this_context else
+                 f"measured at -c {q.row.n_ctx:,} only, not at this context (the error of a quantized cache grows "
+                 f"with the context: {q.command})")
+        text = f" on {q.text.name} ({q.text.n_tokens:,} tokens)" if q.text else ""
+        out.append(head + row_sentence(q.row) + f" against f16 KV, {where}, {q.row.chunks} chunks{text}")
+    return [escaped(line) for line in out]

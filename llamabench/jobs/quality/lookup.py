@@ -1,0 +1,62 @@
+"""What a fit's lossy KV types cost in quality, as the user's own results measured it, or the command that would.
+
+A fit row with a quantized K or V cache (q8_0, q4_0...) is a lossy choice: `fit` shows, for each such pair of types
+at its context, the quality row of the results file (`--results`) for the same model (a `quality` run against f16
+KV). Measured at that context it is shown as it is; measured only at other contexts, the deepest one is shown and
+said to be another context (a quantized cache's error grows with the context); nowhere, the `llamabench quality`
+command that would measure it. Never a number that was not measured. Pure.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Iterable
+
+from ...core import cache_types
+from .result import F16_BASE, QualityRow, ScoredTextRef
+
+
+@dataclass(frozen=True)
+class KvQuality:
+    """One lossy KV pair of a fit at one context: its measured quality row (None: not measured) and the command."""
+
+    type_k: str
+    type_v: str
+    n_ctx: int
+    row: QualityRow | None = None
+    text: ScoredTextRef | None = None
+    command: str = ""  # the `llamabench quality` line that measures it at this context
+
+    @property
+    def at_this_context(self) -> bool:
+        return self.row is not None and self.row.n_ctx == self.n_ctx
+
+
+def lossy(type_k: str, type_v: str) -> bool:
+    return cache_types.is_quantized(type_k) or cache_types.is_quantized(type_v)
+
+
+def quality_command(model: str | None, n_ctx: int, type_k: str, type_v: str, results: str | None) -> str:
+    target = shlex.quote(model) if model else "MODEL.gguf"
+    line = f"llamabench quality {target} -c {n_ctx} -ctk {type_k} -ctv {type_v}"
+    return line + (f" --results {shlex.quote(results)}" if results else "")
+
+
+def fit_quality(pairs: Iterable[tuple[int, str, str]], measured: Iterable[tuple[QualityRow, ScoredTextRef]], *,
+                model: str | None, results: str | None) -> tuple[KvQuality, ...]:
+    """For each lossy (n_ctx, type_k, type_v) of a fit, in order: the measured row at that context, else at the
+    deepest context measured, else none; `measured` holds the model's rows against f16 KV (newest last)."""
+    rows: dict[tuple[str, str], dict[int, tuple[QualityRow, ScoredTextRef]]] = {}
+    for row, text in measured:
+        if row.ok and row.base == F16_BASE:
+            rows.setdefault((row.type_k, row.type_v), {})[row.n_ctx] = (row, text)
+    out = []
+    for n_ctx, type_k, type_v in dict.fromkeys(pairs):
+        if not lossy(type_k, type_v):
+            continue
+        found = rows.get((type_k, type_v), {})
+        chosen = found.get(n_ctx) or (found[max(found)] if found else None)
+        out.append(KvQuality(type_k, type_v, n_ctx, chosen[0] if chosen else None, chosen[1] if chosen else None,
+                             quality_command(model, n_ctx, type_k, type_v, results)))
+    return tuple(out)
