@@ -75,7 +75,13 @@ def test_kv_types_are_scored_as_llama_perplexity_scores_them(which, request, tex
     assert record.text.sha256 == default_text().sha256 and record.text.n_tokens > 100_000
     stored = lb.read_records(tmp_path / "quality.jsonl").records
     assert list(stored) == [record]
-    if which == "gemma":  # the report draws it, and the lossy types' kv_efficiency records carry it
+    if which == "gemma":  # fit shows it, the report draws it, and the lossy types' kv_efficiency records carry it
+        fitted = lb.fit(model, n_ctx=N_CTX, vram="1GiB", type_k="q8_0,q4_0", type_v="q8_0,q4_0",
+                        results=tmp_path / "quality.jsonl")  # fit reads what the file measured of this model
+        assert [(q.type_k, q.row.kld_mean) for q in fitted.quality] == [("q8_0", q8.kld_mean), ("q4_0", q4.kld_mean)]
+        unmeasured = lb.fit(model, n_ctx=N_CTX, vram="1GiB", type_k="q8_0", type_v="q8_0")
+        (q,) = unmeasured.quality
+        assert q.row is None and q.command == f"llamabench quality {model} -c {N_CTX} -ctk q8_0 -ctv q8_0"
         (model_report,) = lb.report(tmp_path / "quality.jsonl", out_dir=tmp_path / "report").models
         by_types = {(r.type_k, r.type_v): r for r in model_report.kv_efficiency}
         assert by_types[("f16", "f16")].measured_kld_mean is None
