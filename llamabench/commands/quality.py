@@ -6,11 +6,12 @@ import argparse
 import sys
 
 from .. import api
+from ..core.safe_text import escaped
 from ..jobs.quality.job import QUALITY_LISTS, QUALITY_N_CTX, QUALITY_PARAMS
 from ..render.quality import render_quality
 from ..settings import arguments
 from . import SUMMARY
-from .output import keywords, show, warn
+from .output import keywords, show
 
 HELP = SUMMARY["quality"]
 EXAMPLES = """examples:
@@ -36,22 +37,60 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                    "n_gpu_layers": "layers on the GPU (default all, as llama-perplexity)"})
 
 
-def _progress(kind: str, data) -> None:
-    if kind == "chunk":
-        e = data["event"]
-        left = e.seconds / e.done * (e.total - e.done)
-        print(f"llamabench: quality -c {data['n_ctx']}: chunk {e.done}/{e.total}, {e.seconds:.0f} s, "
-              f"ETA {left:.0f} s", file=sys.stderr, flush=True)
-    elif kind == "text":
-        e = data["event"]
-        print(f"llamabench: quality -c {data['n_ctx']}: {e.n_chunks} chunks of the text's {e.n_tokens:,} tokens to "
-              f"score", file=sys.stderr, flush=True)
-    elif kind == "warning":
-        warn(data["message"])
+class _Progress:
+    """Progress on stderr: a line per chunk scored, with an ETA; within a chunk, its tokens (rewritten in place on a
+    terminal, elsewhere a line at most every STEP_EVERY_S)."""
+
+    STEP_EVERY_S = 30.0
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last_step = 0.0
+        self.open = False
+
+    def _line(self, text: str, *, transient: bool = False) -> None:
+        if self.tty and transient:
+            self.stream.write(f"\r\033[K{text}")
+            self.open = True
+        else:
+            self.stream.write(("\r\033[K" if self.open else "") + text + "\n")
+            self.open = False
+        self.stream.flush()
+
+    def __call__(self, kind: str, data) -> None:
+        head = f"llamabench: quality -c {data.get('n_ctx', '')}"
+        if kind == "warning":
+            self._line(escaped(f"llamabench: warning: {data['message']}"))
+        elif kind == "text":
+            e = data["event"]
+            self._line(f"{head}: {e.n_chunks} chunks of the text's {e.n_tokens:,} tokens to score "
+                       f"({e.rows_per_decode} scored rows a decode call)")
+        elif kind == "step":
+            e, chunks = data["event"], data["chunks"]
+            share = ((e.chunk - 1) * e.total + e.done) / (chunks * e.total)
+            left = e.seconds / share - e.seconds if share else 0.0
+            if self.tty or e.seconds - self.last_step >= self.STEP_EVERY_S:
+                self.last_step = e.seconds
+                self._line(f"{head}: chunk {e.chunk}/{chunks}: {e.done:,}/{e.total:,} tokens, {e.seconds:.0f} s, "
+                           f"ETA ~{left:.0f} s (the scored half decodes slower)", transient=True)
+        elif kind == "chunk":
+            e = data["event"]
+            left = e.seconds / e.done * (e.total - e.done)
+            self._line(f"{head}: chunk {e.done}/{e.total} scored, {e.seconds:.0f} s, ETA {left:.0f} s")
+
+    def close(self) -> None:
+        if self.open:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
 
 
 def run(args: argparse.Namespace) -> int:
-    record = api.quality(args.model, on_event=_progress, **keywords(args, (*QUALITY_PARAMS, *OPTIONS)))
+    progress = _Progress()
+    try:
+        record = api.quality(args.model, on_event=progress, **keywords(args, (*QUALITY_PARAMS, *OPTIONS)))
+    finally:
+        progress.close()
     show(record, args.output, render_quality)
     if record.interrupted:
         print("llamabench: interrupted: the chunks scored before it are kept"

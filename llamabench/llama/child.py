@@ -41,6 +41,7 @@ from .messages import (
     Measured,
     QualityChunk,
     QualityJob,
+    QualityStep,
     QualityText,
     Recipe,
     RecipeJob,
@@ -180,10 +181,10 @@ def score_quality(job: QualityJob) -> None:
                                   "(one chunk): a longer text (-f FILE) or a smaller -c")
         last = [time.monotonic()]
 
-        def step() -> None:
-            if time.monotonic() - last[0] >= BEAT_EVERY_S:
+        def step(chunk: int, done: int, of: int, seconds: float) -> None:
+            if time.monotonic() - last[0] >= BEAT_EVERY_S:  # progress, and the beat a remote device's deadline counts
                 last[0] = time.monotonic()
-                emit(Beat("decode"))
+                emit(QualityStep(chunk, done, of, seconds))
 
         scoring.score(tokens, job.chunks,
                       on_chunk=lambda done, of, seconds, stats: emit(QualityChunk(done, of, seconds, stats)),

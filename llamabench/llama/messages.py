@@ -312,6 +312,17 @@ class TextTokens(_Event):
 
 
 @dataclass(frozen=True)
+class QualityStep(_Event):
+    """Within a chunk: `done` of its `total` tokens decoded by every context, `seconds` since the first chunk began."""
+
+    chunk: int  # the chunk under way, from 1
+    done: int
+    total: int
+    seconds: float
+    kind: ClassVar[str] = "quality_step"
+
+
+@dataclass(frozen=True)
 class QualityChunk(_Event):
     """`done` chunks of `total` scored: every choice's statistics so far, in the job's order."""
 
@@ -341,13 +352,13 @@ class Beat(_Event):
 Job = Union[CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob, QualityJob, TokensJob]
 Request = Union[LoadRequest, ContextRequest]
 Event = Union[Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices, Tensors, Recipe,
-              QualityText, TextTokens, QualityChunk, Done, Beat]
+              QualityText, TextTokens, QualityStep, QualityChunk, Done, Beat]
 
 JOBS = {c.kind: c for c in (CreateJob, BenchJob, DryRunsJob, DevicesJob, TensorsJob, RecipeJob, QualityJob,
                             TokensJob)}
 REQUESTS = {c.kind: c for c in (LoadRequest, ContextRequest)}
 EVENTS = {c.kind: c for c in (Failed, Alloc, Fill, Measured, TestFailed, Loaded, DryRunSizes, DryFailed, Devices,
-                               Tensors, Recipe, QualityText, TextTokens, QualityChunk, Done, Beat)}
+                               Tensors, Recipe, QualityText, TextTokens, QualityStep, QualityChunk, Done, Beat)}
 
 
 def to_wire(message: Job | Request | Event) -> dict:

@@ -164,7 +164,8 @@ class Scoring(_Closing):
 
     def score(self, tokens: np.ndarray, chunks_asked: int | None, *, on_chunk: Callable, on_step: Callable) -> None:
         """Every chunk through every context; after each, `on_chunk(done, total, seconds, stats)` with each choice's
-        statistics so far (llama.divergence.QualityStats); `on_step()` after each decode call."""
+        statistics so far (llama.divergence.QualityStats); `on_step(chunk, tokens done, n_ctx, seconds)` after each
+        decode call."""
         lc = self._lc
         n_ctx = self.settings.n_ctx
         total = n_chunks(len(tokens), n_ctx, chunks_asked)
@@ -198,7 +199,7 @@ class Scoring(_Closing):
                         sums.add(self.n_vocab, self._logits(ctx), next_tokens[:scored], base_rows[:scored],
                                  self.threads)
                 pos = end
-                on_step()
+                on_step(chunk + 1, pos, n_ctx, time.perf_counter() - start)
             stats = tuple(quality_stats(s.sums(), np.sort(s.all_kld())) for s in choices)
             on_chunk(chunk + 1, total, time.perf_counter() - start, stats)
 

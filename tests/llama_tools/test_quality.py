@@ -126,7 +126,7 @@ def test_ctrl_c_keeps_the_chunks_already_scored(gemma, tmp_path):
                             start_new_session=True)
     try:
         for line in proc.stderr:  # the first chunk scored, then Ctrl-C (to the group, as a terminal sends it)
-            if "chunk 2/50" in line:
+            if "chunk 2/50 scored" in line:
                 os.killpg(proc.pid, signal.SIGINT)
                 break
         out, err = proc.communicate(timeout=120)

@@ -13,7 +13,7 @@ from typing import Callable
 
 from ...core import cache_types
 from ...core.errors import UsageError
-from ...llama.messages import QualityChunk, QualityJob, QualityText
+from ...llama.messages import QualityChunk, QualityJob, QualityStep, QualityText
 from ...llama.worker import run_job, text_tokens
 from ...settings.params import Params
 from ...world.texts import ScoredText, read_text
@@ -29,7 +29,7 @@ QUALITY_N_CTX = 4096  # without -c: a context every small model takes, and the t
 ALL_LAYERS = 99
 DEFAULT_CHOICES = (("q8_0", "q8_0"), ("q4_0", "q4_0"))  # without -ctk / -ctv and no base model: fit's lossy types
 
-Notify = Callable[[str, dict], None]  # ("warning" | "context" | "text" | "chunk", data)
+Notify = Callable[[str, dict], None]  # ("warning" | "context" | "text" | "step" | "chunk", data)
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,9 @@ def run_context(plan: QualityPlan, n_ctx: int, notify: Notify) -> ContextOutcome
         elif isinstance(event, QualityChunk):
             seen["chunk"] = event
             notify("chunk", {"n_ctx": n_ctx, "event": event})
+        elif isinstance(event, QualityStep):
+            total = seen["text"].n_chunks if seen["text"] else event.chunk
+            notify("step", {"n_ctx": n_ctx, "chunks": total, "event": event})
 
     interrupted, failure = False, None
     try:
