@@ -91,6 +91,12 @@ def run(args: argparse.Namespace) -> int:
         record = api.quality(args.model, on_event=progress, **keywords(args, (*QUALITY_PARAMS, *OPTIONS)))
     finally:
         progress.close()
+    failed = [r for r in record.rows if not r.ok]
+    if len(failed) == len(record.rows) and not record.interrupted and args.output.value == "text":
+        # nothing measured (llama.cpp refused every context: a KV type this build lacks, out of memory): one line
+        reasons = list(dict.fromkeys(r.reason or "not measured" for r in failed))
+        print(escaped(f"llamabench: error: nothing measured: {'; '.join(reasons)}"), file=sys.stderr)
+        return 1
     show(record, args.output, render_quality)
     if record.interrupted:
         print("llamabench: interrupted: the chunks scored before it are kept"
