@@ -43,6 +43,26 @@ class ModelSource:
     path: Path | None  # set for a GGUF file (for a remote one: the sparse local copy of its header)
     label: str
     url: str | None = None  # set for a remote GGUF (https:// or hf://), credentials and query left out
+    hf_spec: str | None = None  # OWNER/REPO[:QUANT] where MODEL named a repository (llama.cpp's -hf), as named
+
+    def repo_file(self) -> str | None:
+        """The file's path in its Hugging Face repository (hf://OWNER/REPO/FILE), or None."""
+        if self.url is None or not self.url.startswith("hf://"):
+            return None
+        return self.url[len("hf://"):].partition("@")[0].split("/", 2)[2]
+
+    def llama_words(self) -> tuple[str, ...]:
+        """How llama-server is told to load this remote model, as the user named it: -hf OWNER/REPO[:QUANT] (the
+        file llama.cpp's own pick gives: the one read), -hf OWNER/REPO -hff FILE for a file of a repository, -mu URL;
+        () for a local file (-m FILE)."""
+        if self.url is None:
+            return ()
+        if self.hf_spec is not None:
+            return ("-hf", self.hf_spec)
+        if self.url.startswith("hf://"):
+            owner, repo, file = self.url[len("hf://"):].partition("@")[0].split("/", 2)
+            return ("-hf", f"{owner}/{repo}", "-hff", file)
+        return ("-mu", self.url)
 
     @property
     def is_catalog(self) -> bool:
@@ -80,9 +100,11 @@ def resolve(model: str) -> ModelSource:
     if not model:
         raise BadModelFile("no model given")
     if remote.is_remote(model):
+        spec = model[len("hf://"):].partition("@")[0] if hf_repo.names_a_repo(model) else None
         model = hf_repo.expand(model)  # hf://OWNER/REPO[:QUANT]: the file llama.cpp's -hf would load
         meta, local = _read_remote(model)
-        return ModelSource(meta, None, local, file_label(local, _catalog_ids()), url=remote.redact(model))
+        return ModelSource(meta, None, local, file_label(local, _catalog_ids()), url=remote.redact(model),
+                           hf_spec=spec)
     if looks_like_path(model):
         path = Path(model)
         meta = gguf_file.read_metadata(path)

@@ -47,8 +47,8 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
     s, p = row.settings, row.placement
     every = str(max(99, result.n_layer_all + 1))  # all layers, the output layer too, for any depth of model
     ngl = {PlacementKind.ALL: every, PlacementKind.N_CPU_MOE: every, PlacementKind.RAM: "0"}.get(p.kind, str(p.value))
-    cmd = (f"llama-server -m {shell_word(result.model_hint)} -c {s.n_ctx} -ngl {ngl} "
-           f"-fa {'on' if s.flash_attn else 'off'}")
+    model = " ".join(map(shell_word, result.model_words)) or f"-m {shell_word(result.model_hint)}"
+    cmd = f"llama-server {model} -c {s.n_ctx} -ngl {ngl} -fa {'on' if s.flash_attn else 'off'}"
     cmd += f" -ctk {s.type_k} -ctv {s.type_v}"
     if s.n_batch != Params.n_batch:
         cmd += f" -b {s.n_batch}"
@@ -95,6 +95,16 @@ def python_call(result: FitResult, row: FitRow) -> str:
     if not s.op_offload:
         batch += ", op_offload=False"
 
-    return (f'llama_cpp.Llama(model_path={python_str(result.model_hint)}, n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
+    return (f'{_python_model(result)}, n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
             f"flash_attn={s.flash_attn}, type_k={ggml_type_id(s.type_k)}, type_v={ggml_type_id(s.type_v)}{batch}, "
             f"swa_full=False)")
+
+
+def _python_model(result: FitResult) -> str:
+    """Llama() opening the model: its path, or from_pretrained for a file of a Hugging Face repository (-hf)."""
+    words = result.model_words
+    if words[:1] == ("-hf",):  # the file read, by its path in the repository
+        repo = words[1].partition(":")[0]
+        return (f"llama_cpp.Llama.from_pretrained(repo_id={python_str(repo)}, "
+                f"filename={python_str(result.model_hint)}")
+    return f"llama_cpp.Llama(model_path={python_str(result.model_hint)}"

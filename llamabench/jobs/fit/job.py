@@ -70,6 +70,9 @@ def run_fit(request: FitRequest) -> FitAnswer:
     if request.progress is not None:
         session.tell(request.progress)
     server_args = request.server_args + session_args(request, source, session)
+    session.model_words = source.llama_words()
+    if session.model_words[:1] == ("-hf",) and not request.mmproj:
+        session.model_words += ("--no-mmproj",)  # -hf loads the repository's projector too, unless told not to
     if any(p.kind is PlacementKind.N_CPU_MOE for p in request.placements) and not session.weights.has_experts():
         raise UsageError(f"{request.model} has no routed experts: --n-cpu-moe does not apply")
     result = session.evaluate(list(request.budgets), list(request.contexts), list(request.pairs),
@@ -255,8 +258,10 @@ def _weights_file(source: ModelSource, verify: bool, quant: str | None = None) -
         meta = source.llama_metadata
         what = ("the GGUF's tensor infos" if source.path
                 else "the geometry twin's tensor infos (verify runs on the twin)")
-        return _WeightsFile(path, meta, f"{what}: {meta.weights_bytes / GIB:.2f} GiB in the file",
-                            path if source.path else f"{source.label}-twin.gguf")
+        hint = path if source.path else f"{source.label}-twin.gguf"
+        if source.url:  # a remote file: its name in the repository, or its URL (never the header-only cached copy)
+            hint = source.repo_file() or source.url
+        return _WeightsFile(path, meta, f"{what}: {meta.weights_bytes / GIB:.2f} GiB in the file", hint)
     twin = published_weights(source, quant)  # UsageError for a quant neither published nor a llama.cpp file type
     return _WeightsFile(str(twin.path), twin.meta, twin.basis, twin.hint, twin.scale, twin.by_bytes)
 
@@ -395,6 +400,7 @@ class FitSession:
         return session
 
     tensor_split: tuple[float, ...] = ()  # -ts given
+    model_words: tuple[str, ...] = ()  # -hf OWNER/REPO:QUANT or -mu URL: a remote model as the user named it
     expert_share: float = 1.0  # expert_used_count / expert_count: the routed experts one token reads
     spec_types: tuple[str, ...] = (speculative.NONE,)  # sized side by side: none, and draft-mtp where it applies
     weights_of: dict[str, WeightsBreakdown] = {}  # the weights llama-server loads with each (MTP: the NextN layers)
@@ -515,7 +521,8 @@ class FitSession:
                          server_args=self.runtime.server_flags(self.geometry) + tuple(server_args),
                          draft_hint=self.draft_hint, draft_devices=self.draft_device_names,
                          dry_runs=self.probe.calls, runtime=self.runtime, ram=self.ram,
-                         machine_ram=sysinfo.total_ram_bytes(), backend=self.backend.name if self.backend else "")
+                         machine_ram=sysinfo.total_ram_bytes(), backend=self.backend.name if self.backend else "",
+                         model_words=self.model_words)
 
     def backend_weights_note(self, fitter: Fitter, row) -> None:
         """Where the backend refused tensors the file's layout puts on a card: say how much it kept on the CPU."""

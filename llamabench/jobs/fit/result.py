@@ -31,6 +31,8 @@ class FitResult:
     draft_hint: str = ""  # -md DRAFT (and -ngld) as the printed command names it; "": no draft model
     draft_devices: str = ""  # -devd as given ("none", "CUDA1"); "": the target's devices
     backend: str = ""  # the GPU backend the emulated cards answered as (memory.backends: "cuda"...); "": none emulated
+    # how llama-server is told of a remote model, as the user named it (-hf OWNER/REPO:QUANT, -mu URL); (): -m FILE
+    model_words: tuple[str, ...] = ()
 
     @property
     def spec_types(self) -> tuple[str, ...]:
