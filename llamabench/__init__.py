@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 from .world.versions import __version__
 
 _WHERE = {  # public name -> the module that declares it
-    **dict.fromkeys(("inspect", "verify", "verify_matrix", "fit", "bench", "roofline", "quality", "report", "BenchRun",
+    **dict.fromkeys(("inspect", "verify", "verify_matrix", "fit", "fit_quants", "QuantFits", "bench", "roofline",
+                     "quality", "report", "BenchRun",
                      "ModelReport", "Report"), "api"),
     **dict.fromkeys(("LlamabenchError", "UsageError"), "core.errors"),
     **dict.fromkeys(("DEFAULT_N_CTX", "Params"), "settings.params"),
@@ -26,7 +27,8 @@ _WHERE = {  # public name -> the module that declares it
     "MatrixResult": "memory.verification",
 }
 
-__all__ = ["inspect", "verify", "verify_matrix", "fit", "bench", "roofline", "quality", "report", "read_records",
+__all__ = ["inspect", "verify", "verify_matrix", "fit", "fit_quants", "QuantFits", "bench", "roofline", "quality",
+           "report", "read_records",
            "Params", "DEFAULT_N_CTX", "InspectRecord", "VerifyRecord", "FitRecord", "BenchRecord", "RooflineRecord",
            "QualityRecord", "BenchRun",
            "MatrixResult", "Report", "ModelReport", "LlamabenchError", "UsageError", "__version__"]
@@ -35,9 +37,11 @@ if TYPE_CHECKING:
     from .api import (
         BenchRun,
         ModelReport,
+        QuantFits,
         Report,
         bench,
         fit,
+        fit_quants,
         inspect,
         quality,
         report,

@@ -14,8 +14,10 @@ appends them). Only calls that run llama.cpp load it (inspect and report never d
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -33,6 +35,7 @@ from .jobs.bench.plan import BENCH_PARAMS as BENCH_PARAMS
 from .jobs.bench.plan import BENCH_TESTS as BENCH_TESTS
 from .jobs.bench.plan import BenchPlan, plan_bench
 from .jobs.bench.serve import ServerOptions
+from .jobs.fit.advice import describe_placement, run_line
 from .jobs.fit.job import run_fit
 from .jobs.fit.options import FIT_DEFAULTS as FIT_DEFAULTS
 from .jobs.fit.options import FIT_LISTS as FIT_LISTS
@@ -41,6 +44,7 @@ from .jobs.fit.options import cache_pairs as cache_pairs
 from .jobs.fit.options import fit_request
 from .jobs.fit.options import remote_model as remote_model
 from .jobs.fit.options import runtime_config as runtime_config
+from .jobs.fit.quants import QuantLine, list_quants, read_headers, wants_sweep
 from .jobs.inspect.job import INSPECT_PARAMS as INSPECT_PARAMS
 from .jobs.inspect.job import inspect_model
 from .jobs.quality.job import ContextOutcome, plan_quality, run_quality
@@ -136,7 +140,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
         mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None, remote: bool = False,
         results: PathLike | None = None, runtime=None, n_seq=None, kv_unified=None, cache_ram=None,
         ctx_checkpoints=None, rpc=None, model_draft=None, n_gpu_layers_draft=None, device_draft=None,
-        backend=None, progress=None, **params) -> FitRecord:
+        backend=None, progress=None, _source=None, **params) -> FitRecord:
     """Does n_ctx fit on the card(s) beside the weights, with which KV type and placement, in the context the
     runtime creates (`runtime="llama-server"`, the default, or "llama-cpp-python"); `ram=` checks the host
     part; `verify=True` creates the answer for real (on the GPU, or an emulated card) and compares device by
@@ -157,10 +161,107 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
                           n_seq=n_seq, kv_unified=kv_unified, cache_ram=cache_ram, ctx_checkpoints=ctx_checkpoints,
                           rpc=rpc, model_draft=model_draft, n_gpu_layers_draft=n_gpu_layers_draft,
                           device_draft=device_draft, backend=backend, progress=progress)
-    answer = run_fit(request)
+    if _source is None and quant is not None and wants_sweep(model_argument(model), quant):
+        raise UsageError(f"--quant {quant} on a repository: lb.fit_quants({model!r}, quant={quant!r}) fits each "
+                         "quant (the command: fit -hf OWNER/REPO --quant ...)")
+    answer = run_fit(request, _source)
     record = FitRecord(model=answer.source.model_block(answer.result.architecture), fit=answer.result,
                        verify=answer.verification, quality=_fit_quality(answer, model, results))
     return _save(results, record)
+
+
+@dataclass(frozen=True)
+class QuantFit:
+    """One quant of a repository: its file, size and bits per weight, and its whole fit answer (None: its header
+    could not be read, `error` says why)."""
+
+    quant: str
+    file: str
+    model: str  # hf://OWNER/REPO/FILE
+    size_bytes: int
+    n_params: int
+    record: FitRecord | None = None
+    error: str | None = None
+
+    @property
+    def bits_per_weight(self) -> float | None:
+        return self.size_bytes * 8 / self.n_params if self.n_params and self.size_bytes else None
+
+    def lines(self) -> tuple[QuantLine, ...]:
+        """The answer at each budget and context (without speculative decoding)."""
+        if self.record is None:
+            return ()
+        result = self.record.fit
+        out = []
+        for budget in result.budgets:
+            for n_ctx in result.contexts:
+                rows = result.rows_for(budget.label, n_ctx)
+                if not rows:
+                    continue
+                best = result.recommended(budget.label, n_ctx)
+                row = best or min(rows, key=lambda r: r.short_by)
+                out.append(QuantLine(budget.label, n_ctx, f"{row.settings.type_k}/{row.settings.type_v}",
+                                     describe_placement(row.placement, result.n_layer_all), best is not None,
+                                     0 if best else row.short_by, max(r.max_n_ctx for r in rows),
+                                     run_line(result, best) if best else ""))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class QuantFits:
+    """`fit -hf OWNER/REPO --quant all`: every quant asked, fitted from its header, and the largest that fits."""
+
+    repo: str
+    quants: tuple[QuantFit, ...]
+    bytes_read: int = 0
+    seconds: float = 0.0
+
+    def best(self, budget: str | None = None, n_ctx: int | None = None) -> tuple[QuantFit, QuantLine] | None:
+        """The largest file that fits the (first) budget and context with some KV type."""
+        fitting = [(q, line) for q in self.quants for line in q.lines() if line.fits
+                   and (budget is None or line.budget == budget) and (n_ctx is None or line.n_ctx == n_ctx)]
+        first = fitting[0][1] if fitting else None
+        if budget is None and first is not None:  # the first budget and context of the answer
+            fitting = [(q, line) for q, line in fitting if (line.budget, line.n_ctx) == (first.budget, first.n_ctx)]
+        return max(fitting, key=lambda pair: pair[0].size_bytes, default=None)
+
+    def to_dict(self) -> dict:
+        best = self.best()
+        quants = [{"quant": q.quant, "file": q.file, "model": q.model, "size_bytes": q.size_bytes,
+                   "bits_per_weight": q.bits_per_weight, "error": q.error,
+                   "fit": q.record.to_dict() if q.record else None} for q in self.quants]
+        return {"repo": self.repo, "bytes_read": self.bytes_read, "seconds": self.seconds, "quants": quants,
+                "summary": {"best": {"quant": best[0].quant, "budget": best[1].budget, "n_ctx": best[1].n_ctx,
+                                     "command": best[1].command} if best else None}}
+
+
+def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = None, **kwargs) -> QuantFits:
+    """Every quant of a Hugging Face repository (hf://OWNER/REPO; `quant` "all" or a comma list of tags) fitted from
+    its header as `fit` fits a file, with the same keywords; the headers read side by side, a few at a time. Each
+    quant's command names it as llama.cpp's -hf does (-hf OWNER/REPO:QUANT); a quant whose header cannot be read
+    carries its error, and the others still answer."""
+    model = model_argument(model)
+    if not wants_sweep(model, quant):
+        raise UsageError(f"{model}: fit_quants takes a repository, hf://OWNER/REPO (no :QUANT), and --quant")
+    start = time.perf_counter()
+    found = list_quants(model, quant)
+    read, bytes_read = read_headers(found)
+    quants = []
+    for r in read:
+        url = found.url(r.quant)
+        if r.source is None:
+            quants.append(QuantFit(r.quant.tag, r.quant.file, url, r.quant.size_bytes, 0, error=r.error))
+            continue
+        meta = r.source.metadata
+        size = r.quant.size_bytes or meta.file_bytes
+        n_params = sum(math.prod(t.shape) for t in meta.tensors)
+        try:
+            record = fit(url, results=None, _source=r.source, **kwargs)
+        except LlamabenchError as exc:
+            quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, error=str(exc)))
+            continue
+        quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, _save(results, record)))
+    return QuantFits(found.repo, tuple(quants), bytes_read, time.perf_counter() - start)
 
 
 def _fit_quality(answer, model, results: PathLike | None) -> tuple[KvQuality, ...]:
@@ -420,5 +521,6 @@ def report(results, *, out_dir: PathLike | None = None, compare=()) -> Report:
     return Report(tuple(written), tuple(warnings))
 
 
-__all__ = ["inspect", "verify", "verify_matrix", "fit", "bench", "roofline", "quality", "report", "BenchRun",
+__all__ = ["inspect", "verify", "verify_matrix", "fit", "fit_quants", "QuantFits", "bench", "roofline", "quality",
+           "report", "BenchRun",
            "MatrixResult", "Report", "ModelReport", "DEFAULT_N_CTX", "LlamabenchError"]

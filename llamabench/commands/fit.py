@@ -6,9 +6,11 @@ import argparse
 import sys
 
 from .. import api
+from ..jobs.fit.quants import wants_sweep
 from ..render.fit import render_text, render_verification
 from ..render.progress import StatusLine
 from ..render.quality import fit_quality_lines
+from ..render.quants import render_quants
 from ..settings import arguments
 from . import SUMMARY
 from .output import keywords, show
@@ -72,6 +74,14 @@ def run(args: argparse.Namespace) -> int:
     # -ngl / --n-cpu-moe not given (an empty list): api.fit searches the placements
     given = {k: v for k, v in keywords(args, api.FIT_PARAMS).items() if not (k == "spec_type" and v is None)}
     line = StatusLine(enabled=sys.stderr.isatty())
+    if wants_sweep(args.model or "", args.quant):  # -hf OWNER/REPO --quant all|Q4_K_M,Q8_0: every quant's header
+        try:
+            swept = api.fit_quants(args.model, **{k: v for k, v in keywords(args, OPTIONS).items() if k != "model"},
+                                   **given, progress=line)
+        finally:
+            line.close()
+        show(swept, args.output, render_quants)
+        return 0 if swept.best() is not None else 1
     try:
         record = api.fit(args.model, **keywords(args, OPTIONS), **given, progress=line)
     finally:

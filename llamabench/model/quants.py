@@ -20,3 +20,22 @@ LLAMA_FTYPES = {  # QUANT_OPTIONS's name -> enum llama_ftype (include/llama.h)
 def ftype_of(quant: str) -> int | None:
     """The llama_ftype of a quant's name (Q4_K_M, q8_0, UD-Q4_K_XL is none of them), or None."""
     return LLAMA_FTYPES.get(str(quant).strip().upper())
+
+
+# the tensor types llama-quantize makes only with an importance matrix (src/llama-quant.cpp:856,
+# tensor_requires_imatrix; the token embedding and output matrices are exempt), and Q2_K within a Q2_K_S file
+NEEDS_IMATRIX = frozenset({"iq3_xxs", "iq2_xxs", "iq2_xs", "iq2_s", "iq1_m", "iq1_s"})
+
+
+def imatrix_note(quant: str, tensor_types: "dict[str, str] | None" = None) -> str | None:
+    """One line where llama-quantize refuses `quant` without an importance matrix, else None: its recipe types a
+    tensor (other than the token embedding and output matrices) in a type that needs one."""
+    name = str(quant).strip().upper()
+    needs = name == "Q2_K_S" or any(t in NEEDS_IMATRIX for n, t in (tensor_types or {}).items()
+                                     if n not in ("token_embd.weight", "output.weight"))
+    if not needs and tensor_types is None:
+        needs = name.startswith(("IQ1_", "IQ2_")) or name == "IQ3_XXS"
+    if not needs:
+        return None
+    return (f"{name} needs an importance matrix: llama-quantize makes it only with --imatrix FILE (src/llama-quant.cpp "
+            "tensor_requires_imatrix); sized here as its recipe types the tensors, which an imatrix does not change")

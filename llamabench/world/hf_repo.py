@@ -64,13 +64,49 @@ def best_model_file(files: list[str], tag: str) -> str | None:
     return None
 
 
+_QUANT_TAG = re.compile(r"(?<![A-Za-z0-9])((?:UD-)?(?:I?Q\d(?:_[A-Z0-9]+)*|TQ\d_\d|MXFP4(?:_[A-Z0-9]+)*|BF16|F16|F32))"
+                        r"(?=[.-])", re.IGNORECASE)
+
+
+def quant_tag(path: str) -> str | None:
+    """The quant a model file's name says (Q4_K_M, UD-Q4_K_XL, IQ4_XS, BF16...; the last one named), or None."""
+    found = _QUANT_TAG.findall(path.rsplit("/", 1)[-1])
+    return found[-1].upper() if found else None
+
+
+def split_parts(files: list[str], first: str) -> list[str]:
+    """Every part of the split set whose first part is `first` (the file alone where it is not split), in order."""
+    m = _SPLIT.search(first)
+    if m is None:
+        return [first]
+    stem, count = first[:m.start()], int(m[2])
+    return [p for i in range(1, count + 1) if (p := f"{stem}-{i:05d}-of-{count:05d}.gguf") in files]
+
+
+def repo_quants(files: list[str]) -> dict[str, str]:
+    """Each quant the repository holds and the file llama.cpp's -hf OWNER/REPO:QUANT loads for it, in listing order."""
+    out: dict[str, str] = {}
+    for f in files:
+        tag = quant_tag(f) if is_model_file(f) and _first_part(f) else None
+        if tag and tag not in out:
+            chosen = best_model_file(files, tag)
+            if chosen is not None:
+                out[tag] = chosen
+    return out
+
+
 MAX_LISTED = 100_000  # files of one repository: more is not a model repository, and the listing would not end
 
 
 def repo_files(repo: str, revision: str | None, shown: str) -> list[str]:
-    """The repository's files, listed within the HTTP deadline (LLAMABENCH_HTTP_TIMEOUT, the whole listing):
-    huggingface_hub waits for ever on a server that stalls, so the listing runs in a thread the tool leaves (its
-    retries kept quiet: the hub's log stays at CRITICAL while it runs)."""
+    return list(repo_listing(repo, revision, shown))
+
+
+def repo_listing(repo: str, revision: str | None, shown: str) -> dict[str, int]:
+    """The repository's files and their sizes (0: not said), listed within the HTTP deadline
+    (LLAMABENCH_HTTP_TIMEOUT, the whole listing): huggingface_hub waits for ever on a server that stalls, so the
+    listing runs in a thread the tool leaves (its retries kept quiet: the hub's log stays at CRITICAL while it
+    runs)."""
     hub_log = logging.getLogger("huggingface_hub")
     level = hub_log.level
     hub_log.setLevel(logging.CRITICAL)  # its retry warnings would make a second line: the error says it once
@@ -99,10 +135,10 @@ def _list_into(outcome: dict, repo: str, revision: str | None) -> None:
         from huggingface_hub.hf_api import RepoFile
 
         api = HfApi(endpoint=(os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None, token=get_token())
-        files = []
+        files = {}
         for entry in api.list_repo_tree(repo, revision=revision or None, recursive=True):  # page by page
             if isinstance(entry, RepoFile):
-                files.append(entry.rfilename)
+                files[entry.rfilename] = int(entry.size or 0)
             if len(files) > MAX_LISTED:
                 raise ValueError(f"more than {MAX_LISTED:,} files: not a model repository")
         outcome["files"] = files

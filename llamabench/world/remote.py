@@ -216,6 +216,21 @@ def _session(deadline: _Deadline):
     return session
 
 
+_read = [0]
+_read_lock = threading.Lock()
+
+
+def _count(n: int) -> None:
+    with _read_lock:
+        _read[0] += n
+
+
+def bytes_read() -> int:
+    """Bytes of remote files this process has read so far (every range answered, every thread)."""
+    with _read_lock:
+        return _read[0]
+
+
 class _Reader:
     """The requests of one header read: one deadline, a bounded count, one version of the file."""
 
@@ -274,6 +289,7 @@ class _Reader:
             body = self._body(response, want)
         if len(body) < want:
             raise self.error(f"the connection ended mid-answer ({len(body):,} of {want:,} bytes)")
+        _count(len(body))
         return _Answer(body, total, self.version)
 
     def _get(self, headers: dict):

@@ -24,6 +24,7 @@ from ...model.architectures import no_rule_reason
 from ...model.layout import ModelGeometry, geometry_from_metadata, has_layout_rule, measured_geometry
 from ...model.metadata import ModelMetadata
 from ...model.projector import Projector, projector_from_metadata
+from ...model.quants import imatrix_note
 from ...model.validate import check_for_llama
 from ...model.weights import WeightsBreakdown, breakdown
 from ...settings.budget import Budget
@@ -48,10 +49,10 @@ class FitAnswer:
     verification: FitVerification | None = None
 
 
-def run_fit(request: FitRequest) -> FitAnswer:
-    """Resolve the model, open a session on it, add the projector and evaluate every budget, context, KV pair
-    and placement; with --verify, create the answer for real and compare."""
-    source = resolve(request.location)
+def run_fit(request: FitRequest, source: ModelSource | None = None) -> FitAnswer:
+    """Resolve the model (unless `source` is it, read already), open a session on it, add the projector and
+    evaluate every budget, context, KV pair and placement; with --verify, create the answer for real and compare."""
+    source = source or resolve(request.location)
     if source.url and request.verify:
         raise UsageError(f"--verify creates the model for real: download {source.url} (llamabench read only its "
                          "header) and give the file, or verify a catalog id on its twin")
@@ -263,7 +264,9 @@ def _weights_file(source: ModelSource, verify: bool, quant: str | None = None) -
             hint = source.repo_file() or source.url
         return _WeightsFile(path, meta, f"{what}: {meta.weights_bytes / GIB:.2f} GiB in the file", hint)
     twin = published_weights(source, quant)  # UsageError for a quant neither published nor a llama.cpp file type
-    return _WeightsFile(str(twin.path), twin.meta, twin.basis, twin.hint, twin.scale, twin.by_bytes)
+    needs = imatrix_note(quant, None) if twin.quant is None and quant else None
+    basis = twin.basis + (f"; {needs}" if needs else "")
+    return _WeightsFile(str(twin.path), twin.meta, basis, twin.hint, twin.scale, twin.by_bytes)
 
 
 def _weights_words(file: _WeightsFile, weights: WeightsBreakdown, devices: _Devices, *, ram_mode: bool,
