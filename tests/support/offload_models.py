@@ -32,12 +32,12 @@ def models_dir() -> Path:
     return Path(os.environ.get("LLAMABENCH_MODELS_DIR") or Path.home() / ".cache" / "llamabench" / "models")
 
 
-def _quantize(tools: Path, src: Path, dest: Path, *flags: str) -> Path:
-    """llama-quantize SRC DEST Q4_0 (with `flags`), once: an existing DEST is the same command's output."""
+def _quantize(tools: Path, src: Path, dest: Path, *flags: str, quant: str = "Q4_0") -> Path:
+    """llama-quantize SRC DEST QUANT (with `flags`), once: an existing DEST is the same command's output."""
     if dest.is_file():
         return dest
     partial = dest.with_suffix(".partial")
-    argv = [str(tools / "llama-quantize"), *flags, str(src), str(partial), "Q4_0"]
+    argv = [str(tools / "llama-quantize"), *flags, str(src), str(partial), quant]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=QUANTIZE_TIMEOUT_S)
     if done.returncode != 0:
         raise RuntimeError(f"llama-quantize failed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}")
@@ -50,6 +50,13 @@ def requantized(src: Path, tools: Path) -> Path:
     tag = hashlib.sha256(f"{src.name}|{src.stat().st_size}|q4_0".encode()).hexdigest()[:8]
     return _quantize(tools, src, models_dir() / f"{src.stem}-q4_0-{tag}.gguf", "--allow-requantize",
                      "--output-tensor-type", "q4_0", "--token-embedding-type", "q4_0")
+
+
+def quantized(src: Path, tools: Path, quant: str) -> Path:
+    """`src` requantized to `quant` by llama-quantize with its own recipe (no type overridden), kept in the cache."""
+    tag = hashlib.sha256(f"{src.name}|{src.stat().st_size}|{quant}".encode()).hexdigest()[:8]
+    return _quantize(tools, src, models_dir() / f"{src.stem}-as-{quant}-{tag}.gguf", "--allow-requantize",
+                     quant=quant)
 
 
 def small_moe(tools: Path) -> Path:
