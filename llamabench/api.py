@@ -49,6 +49,7 @@ from .jobs.inspect.job import INSPECT_PARAMS as INSPECT_PARAMS
 from .jobs.inspect.job import inspect_model
 from .jobs.quality.job import ContextOutcome, plan_quality, run_quality
 from .jobs.quality.lookup import KvQuality, fit_quality
+from .jobs.quality.result import F16_BASE, QualityRow
 from .jobs.roofline.job import predict
 from .jobs.verify.job import exactness_matrix, verify_model
 from .llama.worker import device_memory
@@ -182,6 +183,7 @@ class QuantFit:
     n_params: int
     record: FitRecord | None = None
     error: str | None = None
+    quality: QualityRow | None = None  # the weights' KLD against a base, where the results file measured it
 
     @property
     def bits_per_weight(self) -> float | None:
@@ -229,6 +231,7 @@ class QuantFits:
         best = self.best()
         quants = [{"quant": q.quant, "file": q.file, "model": q.model, "size_bytes": q.size_bytes,
                    "bits_per_weight": q.bits_per_weight, "error": q.error,
+                   "quality": serial.to_dict(q.quality) if q.quality else None,
                    "fit": q.record.to_dict() if q.record else None} for q in self.quants]
         return {"repo": self.repo, "bytes_read": self.bytes_read, "seconds": self.seconds, "quants": quants,
                 "summary": {"best": {"quant": best[0].quant, "budget": best[1].budget, "n_ctx": best[1].n_ctx,
@@ -260,8 +263,18 @@ def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = Non
         except LlamabenchError as exc:
             quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, error=str(exc)))
             continue
-        quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, _save(results, record)))
+        quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, _save(results, record),
+                               quality=_weights_quality(results, r.source.label)))
     return QuantFits(found.repo, tuple(quants), bytes_read, time.perf_counter() - start)
+
+
+def _weights_quality(results: PathLike | None, label: str) -> QualityRow | None:
+    """The newest measured quality of this file's weights against a base (quality --base-model), from the results."""
+    if not results or not Path(results).is_file():
+        return None
+    rows = [row for record in read_records(Path(results)).records if isinstance(record, QualityRecord)
+            and record.model.label == label for row in record.rows if row.ok and row.base != F16_BASE]
+    return rows[-1] if rows else None
 
 
 def _fit_quality(answer, model, results: PathLike | None) -> tuple[KvQuality, ...]:

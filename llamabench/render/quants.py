@@ -22,6 +22,8 @@ FIELDS = (
     Field("placement", "placement", lambda x: x[1].placement if x[1] else None),
     Field("fits", "fits", lambda x: None if x[1] is None else "yes" if x[1].fits else f"no ({_short(x[1].short_by)})"),
     Field("max_n_ctx", "max n_ctx", lambda x: x[1].max_n_ctx if x[1] else None, lambda v: str(v or "none"), "r"),
+    Field("kld", "KLD (measured)", lambda x: x[0].quality.kld_mean if x[0].quality else None,
+          lambda v: f"{v:.4f}", "r"),
     Field("command", "command", lambda x: escaped(x[1].command) if x[1] and x[1].command else
           (escaped(f"error: {x[0].error}") if x[0].error else None)),
 )

@@ -79,13 +79,18 @@ def test_every_quant_answers_as_its_downloaded_file(hub, monkeypatch):
                                                         for x in q.lines()))
 
 
-def test_the_table_and_a_quant_the_repository_lacks(hub, monkeypatch, capsys):
-    root, _ = hub
+def test_the_table_and_a_quant_the_repository_lacks(hub, monkeypatch, capsys, tmp_path):
+    root, files = hub
+    results = tmp_path / "results.jsonl"  # the downloaded Q2_K's weights measured against the Q8_0 (quality)
+    measured = lb.quality(files["Q2_K"], base_model=files["Q8_0"], n_ctx=256, chunks=1, repack=False, results=results)
     with FileServer(root) as server:
         monkeypatch.setenv("HF_ENDPOINT", server.url)
-        assert main(["fit", "-hf", REPO, "--quant", "Q8_0,q2_k", "-c", "4096", "--vram", "0.9GiB"]) == 0
+        assert main(["fit", "-hf", REPO, "--quant", "Q8_0,q2_k", "-c", "4096", "--vram", "0.9GiB",
+                     "--results", str(results)]) == 0
         out = capsys.readouterr().out
         assert "2 quants fitted from their headers" in out and "-> the largest quant that fits" in out
+        (q2,) = [line for line in out.splitlines() if line.startswith("Q2_K ")]
+        assert f"{measured.rows[0].kld_mean:.4f}" in q2  # the measured KLD in its line, none invented for Q8_0
         assert f"llama-server -hf {REPO}:Q8_0 --no-mmproj" in out
         assert main(["fit", "-hf", REPO, "--quant", "IQ1_S"]) == 2
         err = capsys.readouterr().err
