@@ -29,8 +29,9 @@ OPTIONS = ("text_file", "chunks", "base_model", "rpc", "results")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_arguments(parser, ("model", *QUALITY_PARAMS, *OPTIONS, "output"), lists=QUALITY_LISTS,
-                            defaults={"n_gpu_layers": None, "type_k": None, "type_v": None},
-                            helps={"n_ctx": f"context length of each chunk (default {QUALITY_N_CTX}); the base is "
+                            defaults={"n_gpu_layers": None, "type_k": None, "type_v": None, "n_ctx": None},
+                            helps={"model": "a GGUF file of real weights (a catalog id's twin has none)",
+                                   "n_ctx": f"context length of each chunk (default {QUALITY_N_CTX}); the base is "
                                             "made per context",
                                    "type_k": "K cache types to score against f16 (default q8_0,q4_0; paired with -ctv)",
                                    "type_v": "V cache types to score against f16 (default q8_0,q4_0)",
@@ -43,9 +44,9 @@ class _Progress:
 
     STEP_EVERY_S = 30.0
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.tty = stream.isatty()
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
         self.last_step = 0.0
         self.open = False
 

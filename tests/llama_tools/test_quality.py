@@ -106,12 +106,17 @@ def test_a_requantized_file_is_scored_against_its_source(qwen, text, tmp_path):
     (["-ctv", "q8_0", "-fa", "off"], "a quantized V cache needs flash attention"),
     (["-ctk", "f16", "-ctv", "f16"], "nothing lossy to score"),
     (["-f", "{missing}"], "no such text file"),
+    (["-c", "1"], "give 2 or more"),
+    (["--chunks", "0"], "--chunks"),
 ])
 def test_what_cannot_be_measured_is_refused_in_one_line(gemma, qwen, tmp_path, capsys, argv, needle):
     short = tmp_path / "short.txt"
     short.write_text("A few words of text. " * 50)
     values = {"qwen": qwen, "short": short, "missing": tmp_path / "none.txt"}
-    code = main(["quality", str(gemma), *[a.format(**values) for a in argv]])
+    try:
+        code = main(["quality", str(gemma), *[a.format(**values) for a in argv]])
+    except SystemExit as exc:  # argparse's own refusals: exit 2
+        code = exc.code
     err = capsys.readouterr().err
     assert code != 0 and needle in err and err.count("\n") == 1, err
     with pytest.raises(lb.LlamabenchError):
