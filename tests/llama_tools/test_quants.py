@@ -105,3 +105,18 @@ def test_the_recipe_is_what_llama_quantize_wrote(gemma, quant):
     for t in written:  # and so byte for byte
         block, size = gguf.GGML_QUANT_SIZES[gguf.GGMLQuantizationType[recipe[t.name].upper()]]
         assert t.shape[0] // block * size * math.prod(t.shape[1:]) == t.n_bytes, t.name
+
+
+def test_a_quant_that_cannot_be_read_says_why_and_the_others_answer(hub, monkeypatch, tmp_path):
+    _, files = hub
+    root = tmp_path / "broken"
+    (root / "Q4_0").mkdir(parents=True)
+    shutil.copyfile(files["Q4_K_M"], root / files["Q4_K_M"].name)
+    shutil.copyfile(files["Q4_0"], root / "Q4_0" / files["Q4_0"].name)  # the split set's first part alone
+    with FileServer(root) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        swept = lb.fit_quants(f"hf://{REPO}", quant="all", **FIT)
+    by_quant = {q.quant: q for q in swept.quants}
+    assert by_quant["Q4_K_M"].record is not None and by_quant["Q4_K_M"].error is None
+    assert by_quant["Q4_0"].record is None and "00002-of-00002" in by_quant["Q4_0"].error
+    assert swept.best()[0].quant == "Q4_K_M"

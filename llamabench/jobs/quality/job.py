@@ -94,6 +94,7 @@ def plan_quality(model: str, given: dict, *, text_file=None, chunks=None, base_m
     asked_types = any(given.get(name) not in (None, ()) for name in ("type_k", "type_v"))
     values = call_values(given, QUALITY_PARAMS, lists=QUALITY_LISTS)
     contexts = values.pop("n_ctx") if given.get("n_ctx") not in (None, ()) else (QUALITY_N_CTX,)
+    values.pop("n_ctx", None)
     if any(c < 2 for c in contexts):
         raise UsageError("-c: quality scores the second half of each chunk of -c tokens: give 2 or more "
                          "(0, the trained length, is not taken here)")
