@@ -128,7 +128,8 @@ def test_ctrl_c_keeps_the_chunks_already_scored(gemma, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "llamabench", "quality", str(gemma), "-c", "256", "-b", "256",
                              "--chunks", "50", "-nr", "-ctk", "q8_0", "-ctv", "q8_0", "--results", str(results)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
-                            start_new_session=True)
+                            start_new_session=True,  # Ctrl-C's default, whatever this run inherited (a job started
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # with & ignores it)
     try:
         for line in proc.stderr:  # the first chunk scored, then Ctrl-C (to the group, as a terminal sends it)
             if "chunk 2/50 scored" in line:
