@@ -248,6 +248,7 @@ def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = Non
         raise UsageError(f"{model}: fit_quants takes a repository, hf://OWNER/REPO (no :QUANT), and --quant")
     start = time.perf_counter()
     found = list_quants(model, quant)
+    measured = _weights_quality(results)  # read once, before this run appends its own records
     read, bytes_read = read_headers(found)
     quants = []
     for r in read:
@@ -264,17 +265,17 @@ def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = Non
             quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, error=str(exc)))
             continue
         quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, _save(results, record),
-                               quality=_weights_quality(results, r.source.label)))
+                               quality=measured.get(r.source.label)))
     return QuantFits(found.repo, tuple(quants), bytes_read, time.perf_counter() - start)
 
 
-def _weights_quality(results: PathLike | None, label: str) -> QualityRow | None:
-    """The newest measured quality of this file's weights against a base (quality --base-model), from the results."""
+def _weights_quality(results: PathLike | None) -> dict[str, QualityRow]:
+    """Per model label, the newest measured quality of its weights against a base (quality --base-model), from the
+    results file as it was before this run."""
     if not results or not Path(results).is_file():
-        return None
-    rows = [row for record in read_records(Path(results)).records if isinstance(record, QualityRecord)
-            and record.model.label == label for row in record.rows if row.ok and row.base != F16_BASE]
-    return rows[-1] if rows else None
+        return {}
+    return {record.model.label: row for record in read_records(Path(results)).records
+            if isinstance(record, QualityRecord) for row in record.rows if row.ok and row.base != F16_BASE}
 
 
 def _fit_quality(answer, model, results: PathLike | None) -> tuple[KvQuality, ...]:
