@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' su
 
 import llamabench as lb  # noqa: E402
 from llamabench.jobs.fit.advice import short_placement  # noqa: E402
-from llamabench.jobs.fit.search import Placement, PlacementKind, recommend  # noqa: E402
 from llamabench.jobs.source import resolve  # noqa: E402
 from llamabench.jobs.twin.shape import cached_shape_twin  # noqa: E402
 from llamabench.llama.rpc import emulated_card  # noqa: E402
+from llamabench.memory.placement import Placement, PlacementKind, recommend  # noqa: E402
 from llamabench.render.table import render_table  # noqa: E402
 from llamabench.world import catalog  # noqa: E402
 

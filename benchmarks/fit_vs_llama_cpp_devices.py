@@ -27,9 +27,9 @@ from pathlib import Path
 
 import llamabench as lb
 from llamabench.jobs.fit.advice import short_placement
-from llamabench.jobs.fit.search import recommend
 from llamabench.jobs.twin.shape import cached_shape_twin
 from llamabench.llama.rpc import emulated_card
+from llamabench.memory.placement import recommend
 from llamabench.render.table import render_table
 from llamabench.world import catalog
 

@@ -19,12 +19,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' support package
 
 import llamabench as lb  # noqa: E402
-from llamabench.jobs.fit.advice import llama_server_command  # noqa: E402
 from llamabench.jobs.source import resolve  # noqa: E402
-from llamabench.llama.server import rpc_server, run_printed_command, tools_dir  # noqa: E402
 from llamabench.memory.allocations import HOST  # noqa: E402
 from llamabench.render.table import render_table  # noqa: E402
+from llamabench.runtimes.llama_server import llama_server_command  # noqa: E402
 from tests.support import real_model  # noqa: E402
+from tests.support.llama_server import rpc_server, run_printed_command, tools_dir  # noqa: E402
 
 MIB = 2**20
 

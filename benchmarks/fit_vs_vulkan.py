@@ -26,12 +26,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the tests' support package
 
 import llamabench as lb  # noqa: E402
-from llamabench.jobs.fit.advice import llama_server_command  # noqa: E402
-from llamabench.llama import engine  # noqa: E402
-from llamabench.llama.server import run_printed_command, vulkan_tools_dir  # noqa: E402
+from llamabench.llama import ggml_devices  # noqa: E402
 from llamabench.memory.allocations import HOST  # noqa: E402
 from llamabench.render.table import render_table  # noqa: E402
+from llamabench.runtimes.llama_server import llama_server_command  # noqa: E402
 from tests.support import real_model  # noqa: E402
+from tests.support.llama_server import run_printed_command, vulkan_tools_dir  # noqa: E402
 
 MIB = 2**20
 # common_memory_breakdown_print rows: a device "| - Vulkan0 (...) | total = free + (self = model + context + compute)
@@ -67,7 +67,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="alternating timing rounds per case")
     args = ap.parse_args()
     tools = vulkan_tools_dir()
-    if tools is None or not any(d.startswith("Vulkan") for d in engine.gpu_devices()):
+    if tools is None or not any(d.startswith("Vulkan") for d in ggml_devices.gpu_devices()):
         print("needs a Vulkan llama-cpp-python, the Vulkan tools and a visible device (GGML_VK_VISIBLE_DEVICES=0)",
               file=sys.stderr)
         return 2

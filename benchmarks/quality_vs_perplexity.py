@@ -33,9 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from llamabench.llama.server import tools_dir  # noqa: E402
 from llamabench.world.texts import default_text  # noqa: E402
 from tests.support import real_model  # noqa: E402
+from tests.support.llama_server import tools_dir  # noqa: E402
 
 TYPES = ("q8_0", "q4_0")
 GIB = 2**30

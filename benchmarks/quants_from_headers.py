@@ -26,11 +26,11 @@ sys.path.insert(0, str(ROOT))
 
 import gguf  # noqa: E402
 
-from llamabench.jobs.twin.split import write_split  # noqa: E402
-from llamabench.llama.server import tools_dir  # noqa: E402
 from tests.support import real_model  # noqa: E402
 from tests.support.http_server import FileServer  # noqa: E402
+from tests.support.llama_server import tools_dir  # noqa: E402
 from tests.support.offload_models import quantized  # noqa: E402
+from tests.support.twin_split import write_split  # noqa: E402
 
 QUANTS = ("Q2_K", "Q3_K_M", "Q5_K_M", "Q6_K", "Q8_0")
 MIB = 2**20

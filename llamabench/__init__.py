@@ -51,15 +51,12 @@ if TYPE_CHECKING:
     )
     from .core.errors import LlamabenchError, UsageError
     from .memory.verification import MatrixResult
-    from .records.records import (
-        BenchRecord,
-        FitRecord,
-        InspectRecord,
-        QualityRecord,
-        RooflineRecord,
-        VerifyRecord,
-        read_records,
-    )
+    from .records.bench import BenchRecord
+    from .records.fit import FitRecord
+    from .records.inspect import InspectRecord, VerifyRecord
+    from .records.quality import QualityRecord
+    from .records.records import read_records
+    from .records.roofline import RooflineRecord
     from .settings.params import DEFAULT_N_CTX, Params
 
 

@@ -4,8 +4,8 @@
 # judges of the printed commands), llama-bench and llama-fit-params (the anchors of the benchmarks), llama-perplexity
 # (the judge of a quality measurement) and llama-quantize (re-quantized real GGUFs for the tests).
 # usage: [BACKEND=vulkan] scripts/build_llama_tools.sh [OUT_DIR]   (called by `make test`; prints the bin folder last)
-# OUT_DIR defaults to ~/.cache/llama-tools/VERSION, where llamabench.llama.server.tools_dir() looks for them;
-# BACKEND=vulkan adds the Vulkan backend, into ~/.cache/llama-tools/VERSION-vulkan (server.vulkan_tools_dir()), with the
+# OUT_DIR defaults to ~/.cache/llama-tools/VERSION, where tests/support/llama_server.py (tools_dir()) looks for them;
+# BACKEND=vulkan adds the Vulkan backend, into ~/.cache/llama-tools/VERSION-vulkan (llama_server.vulkan_tools_dir()), with the
 # headers of ../shared/tools/setup_vulkan_lavapipe.sh where the system's are too old (as scripts/install_llama_cpp.sh).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")/.." && pwd)"

@@ -14,8 +14,9 @@ from ..render.bench import render
 from ..render.progress import Progress
 from ..settings import arguments
 from ..settings.params import OutputFormat
+from ..settings.values import Runtime
 from . import SUMMARY
-from .output import finite, keywords, warn
+from .output import api_options, finite, keywords, warn
 
 HELP = SUMMARY["bench"]
 EXAMPLES = """examples:
@@ -37,14 +38,12 @@ configuration, stopped when the bench ends): per depth it fills each slot once t
 then times P new tokens (prefill, TTFT) and N generated ones (decode), the server's own timings beside the
 client's clock; a line per depth on stderr.
 """
-TESTS = ("n_prompt", "n_gen", "n_depth", "repetitions")
-OPTIONS = ("rpc", "results", "resume", "dry_run")
-SERVER = ("runtime", "server_cmd", "url", "server_bin", "concurrency")
+OPTIONS = api_options(api.bench)  # the tests, the results file, --rpc, the runtime and llama-server's options
 SERVER_PARAMS = ("n_seq", "kv_unified", "spec_type", "spec_draft_n_max")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_arguments(parser, ("model", *api.BENCH_PARAMS, *SERVER_PARAMS, *TESTS, *OPTIONS, *SERVER, "output"),
+    arguments.add_arguments(parser, ("model", *api.BENCH_PARAMS, *SERVER_PARAMS, *OPTIONS, "output"),
                             lists=(*api.BENCH_LISTS, "n_prompt", "n_gen", "n_depth", "n_seq", "spec_type"),
                             defaults={"output": OutputFormat.MD, "runtime": None, "concurrency": None,
                                       "n_ctx": None, "spec_type": None, "spec_draft_n_max": None},
@@ -62,9 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _keywords(args: argparse.Namespace) -> dict:
-    kwargs = keywords(args, (*api.BENCH_PARAMS, *TESTS, *OPTIONS, *SERVER))
+    kwargs = keywords(args, (*api.BENCH_PARAMS, *OPTIONS))
     given = {n: getattr(args, n) for n in SERVER_PARAMS if getattr(args, n) not in ((1,), 1, False, None)}
-    if args.runtime is not None and str(args.runtime) == "llama-server":
+    if args.runtime is not None and str(args.runtime) == Runtime.LLAMA_SERVER:
         given = {n: getattr(args, n) for n in SERVER_PARAMS if getattr(args, n) is not None}
     return kwargs | given
 

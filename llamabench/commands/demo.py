@@ -16,11 +16,11 @@ from .. import api
 from ..core.errors import LlamabenchError
 from ..core.safe_text import escaped, shown_path
 from ..jobs import source as model_source
-from ..jobs.fit.search import PlacementKind, recommend
-from ..llama import engine
+from ..llama import ggml_devices
 from ..memory.footprint import KV_PAD
+from ..memory.placement import PlacementKind, recommend
+from ..records.fit import FitRecord
 from ..records.jsonl import check_destination
-from ..records.records import FitRecord
 from ..render.bench import render as render_bench
 from ..render.fit import render_text
 from ..render.inspect import render_inspection
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
     out_dir = args.out_dir or reports_dir() / source.label
     results = out_dir / "results.jsonl"
     check_destination(results)
-    gpu = engine.supports_gpu_offload()
+    gpu = ggml_devices.supports_gpu_offload()
     # -c 0: the model's trained length, as llama.cpp reads it
     n_ctx = args.n_ctx or api.inspect(args.model, n_ctx=0).footprint.shape.n_ctx
     demo = _Demo(args, source, results, out_dir, n_ctx, gpu)

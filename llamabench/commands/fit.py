@@ -13,7 +13,7 @@ from ..render.quality import fit_quality_lines
 from ..render.quants import render_quants
 from ..settings import arguments
 from . import SUMMARY
-from .output import keywords, show
+from .output import api_options, keywords, show
 
 HELP = SUMMARY["fit"]
 EXAMPLES = """examples:
@@ -43,9 +43,7 @@ A card you do not have is sized as its GPU backend allocates (--backend: a named
 kept in system RAM are copied to the card for a prompt's batch (op offload), CUDA converts a quantized KV cache to
 f16 for flash attention, Vulkan reorders nodes and refuses tensors past maxStorageBufferRange.
 """
-OPTIONS = ("vram", "rpc", "reserve", "ram", "cpu_only", "runtime", "n_seq", "kv_unified", "cache_ram",
-           "ctx_checkpoints", "verify", "emulate", "backend", "mmproj", "no_mmproj_offload", "quant", "remote",
-           "model_draft", "n_gpu_layers_draft", "device_draft", "results")
+OPTIONS = api_options(api.fit)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
 from typing import Callable
@@ -23,6 +24,17 @@ def show(result, fmt: OutputFormat, render: Callable[..., str]) -> None:
         print(json.dumps(finite(result.to_dict()), separators=(",", ":"), default=str, allow_nan=False))
     else:
         print(render(result, str(fmt)))
+
+
+CALLBACKS = ("progress", "on_event")  # what a command passes itself: its own progress line
+
+
+def api_options(function, *, leave_out: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """A job's options as its API function declares them, in order: its keyword-only arguments (the schema gives
+    each its spellings, help and default), but the callbacks a command sets itself and private ones."""
+    parameters = inspect.signature(function).parameters.values()
+    return tuple(p.name for p in parameters if p.kind is p.KEYWORD_ONLY and not p.name.startswith("_")
+                 and p.name not in CALLBACKS and p.name not in leave_out)
 
 
 def keywords(args, names) -> dict:

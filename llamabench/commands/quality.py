@@ -11,7 +11,7 @@ from ..jobs.quality.job import QUALITY_LISTS, QUALITY_N_CTX, QUALITY_PARAMS
 from ..render.quality import render_quality
 from ..settings import arguments
 from . import SUMMARY
-from .output import keywords, show
+from .output import api_options, keywords, show
 
 HELP = SUMMARY["quality"]
 EXAMPLES = """examples:
@@ -24,7 +24,7 @@ base's log-probs in its compact form (tools/perplexity/perplexity.cpp), so llama
 --kl-divergence on the same text and options prints the same KLD, PPL and same-top rate. The base and every choice
 run side by side, a few rows at a time: no file of log-probs, and nothing vocab-sized held for a whole chunk.
 """
-OPTIONS = ("text_file", "chunks", "base_model", "rpc", "results")
+OPTIONS = api_options(api.quality)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

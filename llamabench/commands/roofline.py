@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 from .. import api
+from ..jobs.roofline.job import ROOFLINE_PARAMS
 from ..memory.speed import CARDS
 from ..render.speed import render_roofline
 from ..settings import arguments
 from . import SUMMARY
-from .output import keywords, show
+from .output import api_options, keywords, show
 
 HELP = SUMMARY["roofline"]
 EXAMPLES = """examples:
@@ -28,13 +29,11 @@ Every t/s is a ceiling: what the bytes and FLOPs allow at those efficiencies (a 
 """
 # no --results here: a prediction is not a measurement to keep (and the older `--results FILE` meant
 # "calibrate on FILE": it now fails in one line rather than append to the user's bench file)
-OPTIONS = ("card", "bandwidth", "tflops", "bw_eff", "compute_eff", "calibrate", "quant", "tensor_split", "link",
-           "link_ms", "n_gpu_layers", "n_cpu_moe", "ram_bandwidth")
-PARAMS = ("n_ctx", "type_k", "type_v")
+OPTIONS = api_options(api.roofline, leave_out=("results",))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_arguments(parser, ("model", *PARAMS, *OPTIONS, "output"),
+    arguments.add_arguments(parser, ("model", *ROOFLINE_PARAMS, *OPTIONS, "output"),
                             lists=(), defaults={"n_gpu_layers": None, "n_cpu_moe": None},
                             helps={"n_gpu_layers": "price fit's -ngl N: the last N layers on the card, the rest in "
                                                    "system RAM (--ram-bandwidth)",
@@ -46,6 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    record = api.roofline(args.model, **keywords(args, (*OPTIONS, *PARAMS)))
+    record = api.roofline(args.model, **keywords(args, (*OPTIONS, *ROOFLINE_PARAMS)))
     show(record, args.output, render_roofline)
     return 0

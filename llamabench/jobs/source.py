@@ -13,7 +13,8 @@ from functools import cached_property
 from pathlib import Path
 
 from ..core.errors import BadModelFile, CatalogError
-from ..model.layout import ModelGeometry, geometry_from_metadata
+from ..model.geometry import ModelGeometry
+from ..model.layout import geometry_from_metadata
 from ..model.metadata import CatalogEntry, ModelMetadata, ModelRef
 from ..model.validate import check_for_llama
 from ..world import catalog, gguf_file, hf_repo, remote

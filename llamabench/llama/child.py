@@ -20,7 +20,7 @@ from ..memory.divergence import n_chunks
 from ..settings.bench_tests import BenchTest
 from ..settings.params import Params
 from ..world import sysinfo
-from . import breakdown, engine, user_model
+from . import breakdown, engine, ggml_devices, user_model
 from .engine import DryRunModel, Session
 from .messages import (
     Alloc,
@@ -82,8 +82,8 @@ def _create(job: CreateJob):
     """Create the job's context and emit its `Alloc` event; None (after a `Failed` event) on failure."""
     rss_before = sysinfo.process_rss_bytes()
     gpu_before = sysinfo.gpu_used_bytes()
-    engine.emulate_backend(job.backend, job.backend_devices)
-    devices_before = tuple(engine.device_memory())
+    ggml_devices.emulate_backend(job.backend, job.backend_devices)
+    devices_before = tuple(ggml_devices.device_memory())
     start = time.perf_counter()
     try:
         draft = (job.draft_path, job.draft_params, job.draft_rpc) if getattr(job, "draft_path", None) else None
@@ -96,7 +96,7 @@ def _create(job: CreateJob):
                model_desc=session.model_desc, n_ctx=session.n_ctx, rss_before_bytes=rss_before,
                rss_after_bytes=sysinfo.process_rss_bytes(), gpu_used_before_bytes=gpu_before,
                gpu_used_after_bytes=sysinfo.gpu_used_bytes(), create_seconds=time.perf_counter() - start,
-               devices_before=devices_before, devices=tuple(engine.device_memory())))
+               devices_before=devices_before, devices=tuple(ggml_devices.device_memory())))
     return session
 
 
@@ -201,7 +201,7 @@ def serve_dry_runs(job: DryRunsJob) -> None:
     MODELS_KEPT placements stay loaded, so a search that comes back to one does not load it again.
     """
     models: dict[tuple, DryRunModel] = {}
-    engine.emulate_backend(job.backend, job.backend_devices)
+    ggml_devices.emulate_backend(job.backend, job.backend_devices)
 
     def load(placement: Params, rpc: tuple[str, ...] | None):
         key = (placement, rpc)
@@ -253,7 +253,7 @@ def main() -> int:
             serve_dry_runs(job)
             return 0
         if isinstance(job, DevicesJob):  # asked in a child: on CUDA the query makes a context on every GPU
-            emit(Devices(tuple(engine.device_memory())))
+            emit(Devices(tuple(ggml_devices.device_memory())))
             return 0
         if isinstance(job, TensorsJob):  # a bad value may make llama.cpp abort: it ends this process only
             emit(Tensors(user_model.model_tensors(job.metadata)))

@@ -21,7 +21,8 @@ import psutil
 
 from ..core.errors import EngineError
 from ..world.paths import RPC_TIMEOUT_ENV, rpc_timeout
-from .engine import GGML_BACKEND_DEVICE_TYPE_CPU, ggml_lib, lib_path
+from .binding import ggml_lib, lib_path
+from .ggml_devices import GGML_BACKEND_DEVICE_TYPE_CPU
 from .process import child_argv, child_env, die_with_parent, stop_group
 
 

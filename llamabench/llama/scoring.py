@@ -27,7 +27,9 @@ from ..core.errors import EngineError
 from ..memory.divergence import n_chunks, quality_stats
 from ..settings.params import Params
 from . import logprobs
-from .engine import _Closing, _context_params, _llama, _model_params, _reason, captured_log
+from .binding import captured_log, error_reason, llama_module
+from .engine import _Closing
+from .llama_params import context_params, model_params
 
 LOGITS_BUDGET_BYTES = 512 * 1024 * 1024  # the logits of one decode call, every context together, twice each
 ROWS_STEP = 32
@@ -52,7 +54,7 @@ def tokenize(lc, vocab, text: str) -> np.ndarray:
 
 def text_tokens(path: str, text: str, base_path: str | None = None) -> tuple[int, int, int, int | None]:
     """(tokens of the text, n_vocab, trained context, the base's n_vocab or None), from vocabularies alone."""
-    lc = _llama()
+    lc = llama_module()
     params = lc.llama_model_default_params()
     params.vocab_only = True
     found = []
@@ -63,7 +65,7 @@ def text_tokens(path: str, text: str, base_path: str | None = None) -> tuple[int
                 continue
             model = lc.llama_model_load_from_file(os.fsencode(p), params)
             if not model:
-                raise EngineError(f"llama.cpp could not load {p} ({_reason(lines, 'no reason logged')})")
+                raise EngineError(f"llama.cpp could not load {p} ({error_reason(lines, 'no reason logged')})")
             try:
                 vocab = lc.llama_model_get_vocab(model)
                 n_tokens = len(tokenize(lc, vocab, text)) if p == path else 0
@@ -106,13 +108,13 @@ class Scoring(_Closing):
 
     def __init__(self, path: str, base_path: str | None, settings: Params, choices: list[tuple[str, str]], *,
                  rpc=None, on_progress=None):
-        lc = _llama()
+        lc = llama_module()
         self._lc = lc
         self._models: list = []
         self._contexts: list = []
         self._batch = None
         with captured_log() as lines:
-            params, _keep = _model_params(settings, no_alloc=False, rpc=rpc, on_progress=on_progress)
+            params, _keep = model_params(settings, no_alloc=False, rpc=rpc, on_progress=on_progress)
             model = self._load(path, params, lines)
             base_model = self._load(base_path, params, lines) if base_path else model
             self.vocab = lc.llama_model_get_vocab(model)
@@ -133,10 +135,10 @@ class Scoring(_Closing):
                                             n_outputs_max=self.rows)
             self.settings = ctx_settings
             for owner, (type_k, type_v) in [(base_model, ("f16", "f16"))] + [(model, c) for c in choices]:
-                ctx = lc.llama_init_from_model(owner, _context_params(ctx_settings.replace(type_k=type_k,
+                ctx = lc.llama_init_from_model(owner, context_params(ctx_settings.replace(type_k=type_k,
                                                                                             type_v=type_v)))
                 if not ctx:
-                    reason = _reason(lines, "no reason logged")
+                    reason = error_reason(lines, "no reason logged")
                     self.close()
                     raise EngineError(f"llama.cpp could not create the {type_k}/{type_v} context: {reason}")
                 self._contexts.append(ctx)
@@ -147,7 +149,7 @@ class Scoring(_Closing):
         model = self._lc.llama_model_load_from_file(os.fsencode(path), params)
         if not model:
             self.close()
-            raise EngineError(f"llama.cpp could not load {path} ({_reason(lines, 'no reason logged')})")
+            raise EngineError(f"llama.cpp could not load {path} ({error_reason(lines, 'no reason logged')})")
         self._models.append(model)
         return model
 

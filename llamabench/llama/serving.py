@@ -28,10 +28,12 @@ from ..core.errors import EngineError, UsageError
 from ..core.safe_text import shell_word
 from ..memory.speculative import spec_flags
 from ..settings.params import Params
-from ..settings.values import GGML_MAX_N_THREADS
+from ..settings.values import GGML_MAX_N_THREADS, Runtime
 from ..world.versions import LLAMA_CPP_PYTHON_VERSION
 from .process import die_with_parent, stop_group
 from .rpc import free_port
+
+PROGRAM = Runtime.LLAMA_SERVER.value  # the program's file name is the runtime's name
 
 TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS"
 STOP_GRACE_S = 2.0
@@ -45,14 +47,14 @@ def server_binary(explicit: str | os.PathLike | None = None) -> Path:
         if path.is_file() and os.access(path, os.X_OK):
             return path
         raise UsageError(f"--server-bin {explicit}: not an executable file")
-    on_path = shutil.which("llama-server")
+    on_path = shutil.which(PROGRAM)
     if on_path:
         return Path(on_path)
     folders = [Path(os.environ[TOOLS_ENV])] if os.environ.get(TOOLS_ENV) else []
     folders.append(Path.home() / ".cache" / "llama-tools" / LLAMA_CPP_PYTHON_VERSION / "bin")
     for folder in folders:
-        if (folder / "llama-server").is_file():
-            return folder / "llama-server"
+        if (folder / PROGRAM).is_file():
+            return folder / PROGRAM
     raise EngineError("no llama-server found: give --server-bin PATH, put llama-server on PATH, or build the tools "
                       "(make tools, or scripts/build_llama_tools.sh; LLAMABENCH_LLAMA_TOOLS names their bin folder)")
 
@@ -81,13 +83,13 @@ def command_argv(command: str, binary: Path, *, model: str, repack: bool = True)
         argv = shlex.split(command)
     except ValueError as exc:
         raise UsageError(f"--server-cmd: {exc}") from None
-    if not argv or Path(argv[0]).name != "llama-server":
+    if not argv or Path(argv[0]).name != PROGRAM:
         raise UsageError(f"--server-cmd must start with llama-server: {command!r}")
     if any(a in HOST_FLAGS for a in argv):
         raise UsageError("--server-cmd: leave out --host and --port (the bench starts it on a free port of "
                          "127.0.0.1); to bench a server that runs already, give --url")
     _check_threads(argv)
-    program = argv[0] if argv[0] != "llama-server" else str(binary)
+    program = argv[0] if argv[0] != PROGRAM else str(binary)
     rest = argv[1:]
     if "-m" not in rest and "--model" not in rest:
         rest = ["-m", model, *rest]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..core.errors import EngineError
-from . import engine
+from . import binding
 
 # enum gguf_type (ggml/include/gguf.h); "arr" is not a value type here: an array is a GgufValue of tuple value
 GGUF_TYPE_IDS = {"u8": 0, "i8": 1, "u16": 2, "i16": 3, "u32": 4, "i32": 5, "f32": 6, "bool": 7, "str": 8,
@@ -112,7 +112,7 @@ def _gguf():
     """libggml-base's gguf writer functions, typed once."""
     global _ggml_base
     if _ggml_base is None:
-        lib = engine.ggml_lib("ggml-base")
+        lib = binding.ggml_lib("ggml-base")
         vp, cp = ctypes.c_void_p, ctypes.c_char_p
         lib.gguf_init_empty.restype = vp
         lib.gguf_init_empty.argtypes = []
@@ -182,16 +182,16 @@ def load_error(log_lines: list[str]) -> str:
     found = _LOAD_ERROR.findall("".join(log_lines))
     if found:
         return found[-1].strip()
-    return engine._reason(log_lines, "no reason logged")
+    return binding.error_reason(log_lines, "no reason logged")
 
 
 def model_tensors(metadata: Metadata) -> tuple[TensorShape, ...]:
     """Every tensor llama.cpp creates for this metadata, in its order; EngineError with llama.cpp's reason when it
     refuses the metadata. Runs llama.cpp in this process, which a GGML_ASSERT ends: see worker.model_tensors."""
-    lc = engine._llama()
+    lc = binding.llama_module()
     arch = metadata.get("general.architecture")
     what = f"a {arch.value} model" if arch is not None else "a model"
-    with engine.captured_log() as lines:
+    with binding.captured_log() as lines:
         ctx, _keep = _gguf_context(metadata)
         try:
             params = lc.llama_model_default_params()

@@ -239,7 +239,7 @@ def text_tokens(path: str, text: str, base_path: str | None = None, *,
 
 
 def device_memory() -> list[Device]:
-    """Every non-CPU device llama.cpp sees, with its free and total bytes (engine.device_memory), read in a
+    """Every non-CPU device llama.cpp sees, with its free and total bytes (ggml_devices.device_memory), read in a
     child: the query makes a context on every CUDA GPU, which would stay in this process and cost its memory."""
     found: list[Device] = []
     outcome = run_job(DevicesJob(), lambda e: found.extend(e.devices) if isinstance(e, Devices) else None)

@@ -203,6 +203,15 @@ def _add(d: dict[str, float], key: str, value: str) -> None:
     d[key] = round(d.get(key, 0.0) + float(value), 2)
 
 
+def _summed_compute(contexts: list[dict[str, float]]) -> dict[str, float]:
+    """Each device's compute buffers, every context's (the main one, llama-server's MTP or draft one) added up."""
+    compute: dict[str, float] = {}
+    for reserved in contexts:
+        for name, mib in reserved.items():
+            _add(compute, name, str(mib))
+    return compute
+
+
 def parse_allocations(log: str) -> Allocations:
     model, kv_buf, rs_buf, output = {}, {}, {}, {}
     contexts: list[dict[str, float]] = [{}]  # each context's compute buffers, by device
@@ -229,10 +238,7 @@ def parse_allocations(log: str) -> Allocations:
             _add(output, m[1], m[2])
         elif "failed" in line.lower() or "error" in line.lower():
             errors.append(line.strip())
-    compute: dict[str, float] = {}
-    for reserved in contexts:
-        for name, mib in reserved.items():
-            _add(compute, name, str(mib))
+    compute = _summed_compute(contexts)
     return Allocations(model, kv_buf, tuple(kv_caches), rs_buf, tuple(recurrent), compute, output, tuple(errors))
 
 

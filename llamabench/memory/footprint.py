@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ..core import cache_types
 from ..core.errors import UsageError
 from ..model import architectures
-from ..model.layout import LayerGeometry, ModelGeometry
+from ..model.geometry import LayerGeometry, ModelGeometry
 from ..settings.params import Params
 from ..settings.values import LLAMA_MAX_SEQ
 from . import speculative

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..model import gguf_keys as K
-from ..model.layout import ModelGeometry, geometry_from_metadata
+from ..model.geometry import ModelGeometry
+from ..model.layout import geometry_from_metadata
 from ..model.metadata import CatalogEntry, ModelMetadata, PublishedQuant
 from ..model.validate import check_for_llama
 from ..settings.params import Params

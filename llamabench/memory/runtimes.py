@@ -32,15 +32,16 @@ from dataclasses import dataclass
 
 from ..core.errors import UsageError
 from ..core.units import MIB
-from ..model.layout import ModelGeometry
-from ..settings.params import Params
+from ..model.geometry import ModelGeometry
+from ..settings.params import SCHEMA, Params
 from ..settings.values import Runtime, parse_runtime  # noqa: F401 - parse_runtime: the runtime's one parser
 from . import speculative
 from .footprint import Footprint, recurrent_rows
 
 SERVER_AUTO_SLOTS = 4  # tools/server/server.cpp: n_parallel -1 ("auto") -> 4 slots, kv_unified
 PYTHON_N_BATCH, PYTHON_N_UBATCH = 512, 512  # Llama(n_batch=512, n_ubatch=512)
-CACHE_RAM_MIB, CTX_CHECKPOINTS = 8192, 32  # common/common.h
+CACHE_RAM_MIB = SCHEMA["cache_ram"].default  # common/common.h: 8192, declared once in the schema
+CTX_CHECKPOINTS = SCHEMA["ctx_checkpoints"].default  # common/common.h: 32
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.errors import UsageError
-from ..model.layout import LayerKind, ModelGeometry
+from ..model.geometry import LayerKind, ModelGeometry
 from ..settings.params import Params
 
 NONE = "none"

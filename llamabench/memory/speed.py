@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core import cache_types
-from ..model.layout import LayerKind, ModelGeometry
+from ..model.geometry import LayerKind, ModelGeometry
 from ..model.weights import WeightsBreakdown, breakdown
 from ..settings.cards import CARDS, Card, card  # noqa: F401 - the card table, as roofline reads it
 from ..settings.params import Params

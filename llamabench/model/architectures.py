@@ -147,11 +147,6 @@ class Architecture:
         return self.name in RS_ROLLBACK_ARCHS
 
     @property
-    def ffn_decides_layout(self) -> bool:
-        """A per-layer feed_forward_length of 0 marks a mixer layer, so the FFN width is a layout key."""
-        return self.layout is LayoutRule.NEMOTRON_H
-
-    @property
     def exceptions(self) -> tuple[str, ...]:
         """The fields where this row departs from the generic rule."""
         skip = ("name", "required_keys", "expert_ffn_key", "no_rule")

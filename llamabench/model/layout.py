@@ -1,283 +1,29 @@
 """Which layer caches what: the layer layout, as llama.cpp derives it from GGUF metadata.
 
-Pure: takes a `ModelMetadata`, returns a `ModelGeometry`. The generic rule reads the standard keys; an
-architecture's row in `architectures` names its exceptions (SWA pattern and window, MLA, KV sharing,
-recurrent layers and state, NextN layers, indexer caches, extra layers). The rules follow the llama.cpp
-vendored in llama-cpp-python 0.3.36: `llama_model_base::load_hparams` (src/llama-model.cpp:1298-1492),
-each family's `load_arch_hparams` (src/models/<arch>.cpp), `llama_model::create_memory`
-(src/llama-model.cpp:2352-2882), the cache constructors (src/llama-kv-cache*.cpp,
+Pure: takes a `ModelMetadata`, returns a `ModelGeometry` (`geometry`). The generic rule reads the standard keys
+(read as llama.cpp reads them: `hparams`); an architecture's row in `architectures` names its exceptions (SWA
+pattern and window, MLA, KV sharing, recurrent layers and state, NextN layers, indexer caches, extra layers).
+The rules follow the llama.cpp vendored in llama-cpp-python 0.3.36: `llama_model_base::load_hparams`
+(src/llama-model.cpp:1298-1492), each family's `load_arch_hparams` (src/models/<arch>.cpp),
+`llama_model::create_memory` (src/llama-model.cpp:2352-2882), the cache constructors (src/llama-kv-cache*.cpp,
 src/llama-memory-*.cpp) and `llama_hparams` (src/llama-hparams.cpp).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
-
-from gguf import GGUFValueType
 
 from ..core.errors import BadModelFile
 from . import architectures
 from . import gguf_keys as K
-from .architectures import Architecture, Indexer, KvSharing, LayerCount, LayoutRule, RecurrentState, SwaRule
+from .architectures import Architecture, Indexer, KvSharing, LayoutRule, RecurrentState, SwaRule
+from .geometry import LayerGeometry, LayerKind, ModelGeometry
+from .hparams import LLAMA_MAX_LAYERS, Heads, LayerCounts, bool_array, count_layers, flag_array, int_key, read_heads
 from .metadata import ModelMetadata, cut
 
-LLAMA_MAX_LAYERS = 512  # src/llama-hparams.h
 GEMMA3N_KV_LAYERS = 20  # src/models/gemma3n.cpp:7: n_layer_kv_from_start = 20
 GLM_DSA_LONG_CONTEXT = 1048576  # src/models/glm-dsa.cpp:59: below it every layer owns an indexer (GLM 5, 5.1)
 GLM_5_2_INDEXER_LAYERS = 78  # GLM_5_2_DEFAULT_INDEXER_TYPES (src/models/glm-dsa.cpp:6-27): 1, 1, then 1, 0, 0, 0
-
-
-class LayerKind(StrEnum):
-    FULL = "full"  # attention with a KV cache that grows with n_ctx
-    SWA = "swa"  # sliding-window attention: KV capped near the window
-    RECURRENT = "recurrent"  # linear attention / SSM / short conv: fixed state
-    FULL_RECURRENT = "full+recurrent"  # both in one layer (falcon-h1)
-    MLA = "mla"  # multi-head latent attention: one compressed K-only row
-    SHARED = "shared"  # attention over an earlier layer's cache (KV sharing): owns none
-    NONE = "none"  # no cache at all (FFN-only layers, encoders)
-
-
-@dataclass(frozen=True)
-class LayerGeometry:
-    index: int
-    kind: LayerKind
-    n_head_kv: int
-    k_width: int  # n_embd_k_gqa: K elements per token in this layer's cache row (0 if uncached)
-    v_width: int  # n_embd_v_gqa: V elements per token (0 if uncached, and for MLA)
-    kv_from: int | None = None  # SHARED: the layer whose cache this one reads
-    index_k_width: int = 0  # indexer cache: K elements per token (0: no indexer row on this layer)
-    index_v_width: int = 0  # indexer cache: V elements per token (0: K-only)
-    p_width: int = 0  # PLE conv row: f32 elements per sequence beside the recurrent state (qwen4exp)
-
-    @property
-    def has_kv(self) -> bool:
-        return self.kind in (LayerKind.FULL, LayerKind.SWA, LayerKind.FULL_RECURRENT, LayerKind.MLA)
-
-    @property
-    def is_swa(self) -> bool:
-        return self.kind is LayerKind.SWA
-
-    @property
-    def has_recurrent_state(self) -> bool:
-        return self.kind in (LayerKind.RECURRENT, LayerKind.FULL_RECURRENT)
-
-    @property
-    def has_index(self) -> bool:
-        return self.index_k_width > 0
-
-
-@dataclass(frozen=True)
-class ModelGeometry:
-    architecture: str
-    n_layer: int  # llama.cpp's n_layer_all: block_count, NextN layers included (router / loops applied)
-    n_layer_nextn: int
-    n_ctx_train: int
-    n_embd: int
-    n_head: int
-    layers: tuple[LayerGeometry, ...]  # the n_layer() trunk layers, then the NextN layers the main cache holds
-    n_swa: int  # sliding window in tokens (0 without SWA)
-    is_mla: bool
-    recurrent_r_width: int  # n_embd_r: f32 elements of conv state per layer per sequence
-    recurrent_s_width: int  # n_embd_s: f32 elements of SSM / delta state per layer per sequence
-    v_width_max: int  # widest V row over all layers: V rows are padded to it with flash attention off
-    full_attention_k_width: int  # K width of a full-attention layer of this model (the full-GQA reference)
-    full_attention_v_width: int
-    index_v_width_max: int = 0  # the indexer cache's widest V row (its V padding with flash attention off)
-    # the NextN layers an MTP draft context caches (llama-server --spec-type draft-mtp): one full-attention row
-    # each, at the target's cells (src/llama-model.cpp:2792-2804, filter il >= n_layer())
-    mtp_layers: tuple[LayerGeometry, ...] = ()
-    # an architecture without a layout rule: why (its layers are then all NONE, and its caches are llama.cpp's
-    # own, measured by a dry run: see `measured_geometry`)
-    no_rule: str = ""
-
-    @property
-    def has_swa(self) -> bool:
-        return any(layer.is_swa for layer in self.layers)
-
-    @property
-    def cached_layers(self) -> tuple[LayerGeometry, ...]:
-        return tuple(layer for layer in self.layers if layer.has_kv)
-
-    @property
-    def recurrent_layers(self) -> tuple[LayerGeometry, ...]:
-        return tuple(layer for layer in self.layers if layer.has_recurrent_state)
-
-    @property
-    def index_layers(self) -> tuple[LayerGeometry, ...]:
-        return tuple(layer for layer in self.layers if layer.has_index)
-
-    @property
-    def mixer_layers(self) -> tuple[LayerGeometry, ...]:
-        """Layers with a token mixer (attention or recurrent): every layer that is not FFN-only."""
-        return tuple(layer for layer in self.layers if layer.kind is not LayerKind.NONE)
-
-
-UINT32, INT32, ARRAY = 4, 5, 9  # GGUFValueType codes llama.cpp's hparams accept (llama_model_loader::get_key)
-UINT32_MAX = 2**32 - 1
-MAX_HEAD_SIZE = 2**16  # per head: beyond any model llama.cpp runs (MLA's 576 is the widest known)
-
-
-def _check_type(meta: ModelMetadata, suffix: str, *, array_ok: bool) -> None:
-    """llama.cpp reads counts as uint32 scalars (or int32/uint32 arrays) and rejects other integer types."""
-    types = meta.value_types.get(f"{meta.architecture}.{suffix}")
-    if not types:
-        return  # a catalog entry: no GGUF types
-    ok = types[0] == UINT32 or (array_ok and types[0] == ARRAY and len(types) > 1 and types[1] in (UINT32, INT32))
-    if not ok:
-        names = "/".join(GGUFValueType(t).name for t in types)
-        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} has type {names}; llama.cpp reads it "
-                           f"as UINT32{' (or an INT32/UINT32 array)' if array_ok else ''}")
-
-
-def _int(meta: ModelMetadata, suffix: str, default: int | None = None, *, required: bool = False) -> int:
-    value = meta.arch_key(suffix)
-    if value is None:
-        if required or default is None:
-            raise BadModelFile(f"{meta.source}: missing required key {meta.architecture}.{suffix}")
-        return default
-    if isinstance(value, tuple) or isinstance(value, bool) or not isinstance(value, int):
-        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be an integer, got "
-                           f"{cut(value)}")
-    _check_type(meta, suffix, array_ok=False)
-    if value < 0:
-        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} is negative ({value})")
-    return value
-
-
-def _require(meta: ModelMetadata, suffix: str) -> None:
-    """A key llama.cpp's get_key / get_arr requires: present, and a count where it is a scalar."""
-    if meta.arch_key(suffix) is None:
-        raise BadModelFile(f"{meta.source}: missing required key {meta.architecture}.{suffix}")
-    if not isinstance(meta.arch_key(suffix), tuple):
-        _int(meta, suffix)
-
-
-def _per_layer(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[int, ...]) -> tuple[int, ...]:
-    """A key that is either a scalar (same for every layer) or an array of n_layer values."""
-    value = meta.arch_key(suffix)
-    if value is None:
-        return default
-    _check_type(meta, suffix, array_ok=True)
-    if isinstance(value, tuple):
-        if len(value) != n_layer:
-            raise BadModelFile(
-                f"{meta.source}: {meta.architecture}.{suffix} has {len(value)} entries for {n_layer} layers"
-            )
-        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value):
-            raise BadModelFile(f"{meta.source}: {meta.architecture}.{suffix} holds values that are not counts")
-        return tuple(int(v) for v in value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise BadModelFile(f"{meta.source}: key {meta.architecture}.{suffix} should be a count, got {cut(value)}")
-    return (int(value),) * n_layer
-
-
-def _bool_array(meta: ModelMetadata, suffix: str, n_layer: int) -> tuple[bool, ...] | None:
-    value = meta.arch_key(suffix)
-    if value is None or not isinstance(value, tuple):
-        return None
-    if len(value) != n_layer:
-        raise BadModelFile(f"{meta.source}: {meta.architecture}.{suffix} has {len(value)} entries for {n_layer} layers")
-    return tuple(bool(v) for v in value)
-
-
-def _flag_array(meta: ModelMetadata, suffix: str, n_layer: int, default: tuple[bool, ...]) -> tuple[bool, ...]:
-    """get_key_or_arr into a per-layer flag array: a scalar for every layer, or exactly n_layer entries (bool arrays
-    too: get_arr reads them as 0 / 1, src/llama-model-loader.cpp:366-399)."""
-    value = meta.arch_key(suffix)
-    if isinstance(value, tuple) and all(isinstance(v, bool) for v in value):
-        return _bool_array(meta, suffix, n_layer)
-    return tuple(bool(v) for v in _per_layer(meta, suffix, n_layer, tuple(int(v) for v in default)))
-
-
-@dataclass(frozen=True)
-class _Counts:
-    """Layer counts: n_layer_all (what the cache spans), n_layer() (the trunk) and the NextN layers."""
-
-    n_all: int
-    n_main: int
-    n_nextn: int
-    n_block: int  # block_count: the length of the GGUF's per-layer arrays
-    loops: int = 1  # nanbeige: the arrays repeat this many times
-    router: bool = False  # graniteswitch: layer n_main is the router layer
-
-
-def _counts(meta: ModelMetadata, row: Architecture) -> _Counts:
-    arch = meta.architecture
-    n_block = _int(meta, K.BLOCK_COUNT, required=True)
-    if n_block == 0 or n_block > LLAMA_MAX_LAYERS:
-        raise BadModelFile(f"{meta.source}: {arch}.block_count is {n_block}; llama.cpp needs 1 to {LLAMA_MAX_LAYERS}")
-    n_nextn = _int(meta, K.NEXTN_PREDICT_LAYERS, 0)
-    if n_nextn >= n_block:
-        raise BadModelFile(f"{meta.source}: {arch}.nextn_predict_layers ({n_nextn}) leaves no main layers")
-    n_main = n_block - n_nextn
-    if row.layer_count is LayerCount.ROUTER:
-        # src/models/granite-switch.cpp:59-68: the router layer at index n_layer(); n_layer_nextn repurposed as 1
-        if n_main + 1 > LLAMA_MAX_LAYERS:
-            raise BadModelFile(f"{meta.source}: {arch}.block_count {n_block} leaves no room for the router layer")
-        return _Counts(n_main + 1, n_main, 1, n_block, router=True)
-    if row.layer_count is LayerCount.LOOPS:
-        # src/models/nanbeige.cpp:6-32: n_layer_all = n_layer() x num_loops (asserted >= 1 and within the maximum)
-        loops = _int(meta, K.NUM_LOOPS, 1)
-        if loops < 1 or n_main * loops > LLAMA_MAX_LAYERS:
-            raise BadModelFile(f"{meta.source}: {arch}.num_loops is {loops}; llama.cpp needs 1 to "
-                               f"{LLAMA_MAX_LAYERS // n_main} for {n_main} layers")
-        if loops > 1:
-            return _Counts(n_main * loops, n_main * loops - n_nextn, n_nextn, n_block, loops=loops)
-    return _Counts(n_block, n_main, n_nextn, n_block)
-
-
-@dataclass(frozen=True)
-class _Heads:
-    """The head counts and sizes the layout is read from: per layer (n_layer_all of them) where arrays are allowed."""
-
-    n_head: tuple[int, ...]
-    n_head_kv: tuple[int, ...]
-    n_ff: tuple[int, ...]
-    head_k: int
-    head_v: int
-    head_k_swa: int
-    head_v_swa: int
-
-
-def _expand(values: tuple[int, ...], counts: _Counts, router_value: int) -> tuple[int, ...]:
-    """Arrays read over block_count, repeated for loops (nanbeige.cpp:21-28) or given the router's entry."""
-    if counts.loops > 1:
-        phys = values[: counts.n_all // counts.loops]
-        return phys * counts.loops
-    if counts.router:
-        return values[: counts.n_main] + (router_value,)
-    return values
-
-
-def _heads(meta: ModelMetadata, row: Architecture, counts: _Counts, n_embd: int) -> _Heads:
-    arch, n = meta.architecture, counts.n_block
-    n_head_arr = _per_layer(meta, K.HEAD_COUNT, n, (0,) * n)
-    n_head_kv_arr = _per_layer(meta, K.HEAD_COUNT_KV, n, n_head_arr)
-    n_ff_arr = _per_layer(meta, K.FEED_FORWARD_LENGTH, n, (0,) * n)
-    n_head_arr, n_head_kv_arr = _expand(n_head_arr, counts, 1), _expand(n_head_kv_arr, counts, 1)
-    n_ff_arr = _expand(n_ff_arr, counts, 0)
-    n_head = n_head_arr[0]
-    for key in row.required_keys:
-        _require(meta, key)
-    if n_head > 0:
-        head_k = _int(meta, K.KEY_LENGTH, n_embd // n_head)
-        head_v = _int(meta, K.VALUE_LENGTH, n_embd // n_head)
-    else:
-        head_k = head_v = 0
-    head_k_swa = _int(meta, K.KEY_LENGTH_SWA, head_k)
-    head_v_swa = _int(meta, K.VALUE_LENGTH_SWA, head_v)
-    for suffix, size in ((K.KEY_LENGTH, head_k), (K.VALUE_LENGTH, head_v), (K.KEY_LENGTH_SWA, head_k_swa),
-                         (K.VALUE_LENGTH_SWA, head_v_swa)):
-        if size > MAX_HEAD_SIZE:
-            raise BadModelFile(f"{meta.source}: {arch}.{suffix} is {size:,}: heads wider than {MAX_HEAD_SIZE:,} are "
-                               "not a model llama.cpp can run")
-    for il in range(counts.n_all):
-        if n_head_kv_arr[il] > 0 and n_head_arr[il] > 0 and n_head_kv_arr[il] > n_head_arr[il]:
-            raise BadModelFile(
-                f"{meta.source}: layer {il} has {n_head_kv_arr[il]} KV heads but only {n_head_arr[il]} attention heads"
-            )
-    return _Heads(n_head_arr, n_head_kv_arr, n_ff_arr, head_k, head_v, head_k_swa, head_v_swa)
 
 
 @dataclass(frozen=True)
@@ -290,14 +36,14 @@ class _Flags:
     n_swa: int
 
 
-def _recurrent_flags(meta: ModelMetadata, row: Architecture, heads: _Heads, counts: _Counts) -> list[bool]:
+def _recurrent_flags(meta: ModelMetadata, row: Architecture, heads: Heads, counts: LayerCounts) -> list[bool]:
     """is_recr per layer: each hybrid family's load_arch_hparams."""
     n_all, n_main, kv, ff = counts.n_all, counts.n_main, heads.n_head_kv, heads.n_ff
     rule = row.layout
     if rule is LayoutRule.INTERVAL:
-        flags = _bool_array(meta, K.RECURRENT_LAYERS, counts.n_block)
+        flags = bool_array(meta, K.RECURRENT_LAYERS, counts.n_block)
         if flags is None:
-            interval = _int(meta, K.FULL_ATTENTION_INTERVAL, row.recurrent_interval)
+            interval = int_key(meta, K.FULL_ATTENTION_INTERVAL, row.recurrent_interval)
             if interval == 0:
                 raise BadModelFile(f"{meta.source}: {meta.architecture}.full_attention_interval is 0")
             flags = tuple((i < n_main) and ((i + 1) % interval != 0) for i in range(n_all))
@@ -311,7 +57,7 @@ def _recurrent_flags(meta: ModelMetadata, row: Architecture, heads: _Heads, coun
     return [False] * n_all
 
 
-def _attention_filter(row: Architecture, heads: _Heads, counts: _Counts, is_recr: list[bool]) -> list[bool]:
+def _attention_filter(row: Architecture, heads: Heads, counts: LayerCounts, is_recr: list[bool]) -> list[bool]:
     """Which layers the main attention cache holds (create_memory's filters, src/llama-model.cpp:2679-2804)."""
     rule = row.layout
     if rule in (LayoutRule.RECURRENT, LayoutRule.NO_CACHE):
@@ -328,7 +74,7 @@ def _attention_filter(row: Architecture, heads: _Heads, counts: _Counts, is_recr
     return [a and (il < counts.n_main or keep_extra) for il, a in enumerate(attends)]
 
 
-def _swa_pattern(meta: ModelMetadata, row: Architecture, counts: _Counts) -> list[bool]:
+def _swa_pattern(meta: ModelMetadata, row: Architecture, counts: LayerCounts) -> list[bool]:
     """load_swa_pattern (src/llama-model.cpp:3434-3441): a bool array as is, else set_swa_pattern with the period
     (src/llama-hparams.cpp:8-22); rows without a default period require the array (get_arr)."""
     arch, value = meta.architecture, meta.arch_key(K.SLIDING_WINDOW_PATTERN)
@@ -344,19 +90,19 @@ def _swa_pattern(meta: ModelMetadata, row: Architecture, counts: _Counts) -> lis
     if row.swa_pattern is None:
         raise BadModelFile(f"{meta.source}: {arch}.sliding_window_pattern must be a per-layer array "
                            f"(llama.cpp reads it with get_arr)")
-    period = _int(meta, K.SLIDING_WINDOW_PATTERN, row.swa_pattern)
+    period = int_key(meta, K.SLIDING_WINDOW_PATTERN, row.swa_pattern)
     if row.swa_dense_first:
         return [il < counts.n_main and (period == 0 or il % period != 0) for il in range(counts.n_all)]
     return [il < counts.n_main and (period == 0 or il % period < period - 1) for il in range(counts.n_all)]
 
 
-def _swa(meta: ModelMetadata, row: Architecture, counts: _Counts, is_recr: list[bool]) -> tuple[list[bool], int]:
+def _swa(meta: ModelMetadata, row: Architecture, counts: LayerCounts, is_recr: list[bool]) -> tuple[list[bool], int]:
     """(is_swa per layer, n_swa): the row's SwaRule, pattern and window."""
     none, rule = [False] * counts.n_all, row.swa
     if rule is SwaRule.NONE:  # attention.sliding_window is not read (or, phi3, read and dropped)
         return none, 0
     key = meta.arch_key(K.SLIDING_WINDOW)
-    window = _int(meta, K.SLIDING_WINDOW, 0)
+    window = int_key(meta, K.SLIDING_WINDOW, 0)
     if rule in (SwaRule.IF_WINDOW, SwaRule.ATTENTION) and window == 0:
         return none, 0
     if rule is SwaRule.UNLESS_ZERO and key is not None and window == 0:
@@ -374,7 +120,7 @@ def _swa(meta: ModelMetadata, row: Architecture, counts: _Counts, is_recr: list[
     return flags, n_swa
 
 
-def _flags(meta: ModelMetadata, row: Architecture, heads: _Heads, counts: _Counts) -> _Flags:
+def _flags(meta: ModelMetadata, row: Architecture, heads: Heads, counts: LayerCounts) -> _Flags:
     is_recr = _recurrent_flags(meta, row, heads, counts)
     has_kv = _attention_filter(row, heads, counts, is_recr)
     is_swa, n_swa = _swa(meta, row, counts, is_recr)
@@ -389,7 +135,7 @@ def _kv_from(meta: ModelMetadata, row: Architecture, flags: _Flags, n_all: int) 
     if row.kv_sharing is KvSharing.FIRST_20:
         start = GEMMA3N_KV_LAYERS
     else:  # src/models/gemma4.cpp:8-11
-        shared = _int(meta, K.SHARED_KV_LAYERS, 0)
+        shared = int_key(meta, K.SHARED_KV_LAYERS, 0)
         if shared > n_all:
             raise BadModelFile(f"{meta.source}: {meta.architecture}.shared_kv_layers ({shared}) is above "
                                f"block_count ({n_all})")
@@ -400,7 +146,7 @@ def _kv_from(meta: ModelMetadata, row: Architecture, flags: _Flags, n_all: int) 
     return [None if il < start else start - (2 if flags.is_swa[il] else 1) for il in range(n_all)]
 
 
-def _widths(heads: _Heads, flags: _Flags, il: int) -> tuple[int, int]:
+def _widths(heads: Heads, flags: _Flags, il: int) -> tuple[int, int]:
     """(K, V) widths of layer il: the SWA head sizes on SWA layers."""
     hk, hv = (heads.head_k_swa, heads.head_v_swa) if flags.is_swa[il] else (heads.head_k, heads.head_v)
     return hk * heads.n_head_kv[il], hv * heads.n_head_kv[il]
@@ -417,7 +163,7 @@ def _kind(flags: _Flags, il: int, n_main: int, is_mla: bool, kv_from: int | None
     return LayerKind.RECURRENT if is_recr else LayerKind.NONE
 
 
-def _layers(meta: ModelMetadata, heads: _Heads, flags: _Flags, is_mla: bool, counts: _Counts,
+def _layers(meta: ModelMetadata, heads: Heads, flags: _Flags, is_mla: bool, counts: LayerCounts,
             extras: tuple[list[int | None], list[tuple[int, int]], list[int]]) -> list[LayerGeometry]:
     """The trunk layers, then the NextN layers the main cache holds."""
     kv_from, index, ple = extras
@@ -440,7 +186,7 @@ def _layers(meta: ModelMetadata, heads: _Heads, flags: _Flags, is_mla: bool, cou
     return layers
 
 
-def _mtp_layers(heads: _Heads, flags: _Flags, is_mla: bool, counts: _Counts,
+def _mtp_layers(heads: Heads, flags: _Flags, is_mla: bool, counts: LayerCounts,
                 main: list[LayerGeometry]) -> tuple[LayerGeometry, ...]:
     """The NextN layers the main cache leaves to the MTP context, which caches each as a plain attention layer
     (src/llama-model.cpp:2661-2667 and 2792-2804: a llama_kv_cache filtered to il >= n_layer(); no recurrent
@@ -456,32 +202,32 @@ def _mtp_layers(heads: _Heads, flags: _Flags, is_mla: bool, counts: _Counts,
     return tuple(out)
 
 
-def _indexer_types(meta: ModelMetadata, row: Architecture, counts: _Counts) -> tuple[bool, ...]:
+def _indexer_types(meta: ModelMetadata, row: Architecture, counts: LayerCounts) -> tuple[bool, ...]:
     """is_indexer_full over the trunk: attention.indexer.types (a scalar, or n_layer() entries), else the default."""
     n = counts.n_main
-    if row.indexer is Indexer.DSA_TYPES and _int(meta, K.CONTEXT_LENGTH, 0) >= GLM_DSA_LONG_CONTEXT:
+    if row.indexer is Indexer.DSA_TYPES and int_key(meta, K.CONTEXT_LENGTH, 0) >= GLM_DSA_LONG_CONTEXT:
         # GLM_5_2_DEFAULT_INDEXER_TYPES (src/models/glm-dsa.cpp:6-27,59-64): layers 0, 1, then every 4th from 2
         default = tuple(il < GLM_5_2_INDEXER_LAYERS and (il < 2 or (il - 2) % 4 == 0) for il in range(n))
     else:
         default = (row.indexer is not Indexer.TOP_K,) * n  # hy_v4 defaults to none (load_hparams, line 1385)
-    return _flag_array(meta, K.INDEXER_TYPES, n, default)
+    return flag_array(meta, K.INDEXER_TYPES, n, default)
 
 
-def _indexer(meta: ModelMetadata, row: Architecture, heads: _Heads, flags: _Flags, counts: _Counts,
+def _indexer(meta: ModelMetadata, row: Architecture, heads: Heads, flags: _Flags, counts: LayerCounts,
              is_mla: bool) -> list[tuple[int, int]]:
     """(K, V) widths of each layer's indexer row (src/llama-kv-cache-dsa.cpp:38-53, -msa.cpp:39-49,
     llama-memory-hybrid-idx.cpp:53-73): one head of indexer.key_length; V of value_length unless the copied
     hparams are MLA (K-only), and never in the hybrid-idx cache."""
     none = [(0, 0)] * counts.n_all
     kind = row.indexer
-    if kind is None or (kind is Indexer.TOP_K and _int(meta, K.INDEXER_TOP_K, 0) == 0):
+    if kind is None or (kind is Indexer.TOP_K and int_key(meta, K.INDEXER_TOP_K, 0) == 0):
         return none
-    width = _int(meta, K.INDEXER_KEY_LENGTH, required=True)
-    if kind is Indexer.KPOOL and _int(meta, K.INDEXER_KPOOL, 0) > 0:
+    width = int_key(meta, K.INDEXER_KEY_LENGTH, required=True)
+    if kind is Indexer.KPOOL and int_key(meta, K.INDEXER_KPOOL, 0) > 0:
         width *= 3  # the glm5-next indexer caches key, gate and pooled values (llama-memory-hybrid-idx.cpp:57)
     k_only = is_mla or kind in (Indexer.QSA, Indexer.KPOOL)
     if kind is Indexer.MSA:
-        lead = _int(meta, K.LEADING_DENSE_BLOCK_COUNT, 0)
+        lead = int_key(meta, K.LEADING_DENSE_BLOCK_COUNT, 0)
         chosen = [flags.has_kv[il] and il >= lead for il in range(counts.n_all)]
     else:
         trunk = _indexer_types(meta, row, counts) if kind in (Indexer.DSA_TYPES, Indexer.KPOOL, Indexer.TOP_K) \
@@ -497,7 +243,7 @@ def _indexer(meta: ModelMetadata, row: Architecture, heads: _Heads, flags: _Flag
     return out
 
 
-def _ple(meta: ModelMetadata, row: Architecture, flags: _Flags, counts: _Counts, n_embd: int) -> list[int]:
+def _ple(meta: ModelMetadata, row: Architecture, flags: _Flags, counts: LayerCounts, n_embd: int) -> list[int]:
     """qwen4exp's PLE conv row (src/models/qwen4exp.cpp:67-98,138-143; ple_conv_state, llama-hparams.cpp:268-275):
     (ple.conv_kernel - 1) x ple.ngram_size x hyper_connection.count x n_embd f32 on the one layer in ple.layers."""
     out = [0] * counts.n_all
@@ -511,9 +257,9 @@ def _ple(meta: ModelMetadata, row: Architecture, flags: _Flags, counts: _Counts,
     il = layers[0]
     if not flags.is_recr[il]:
         raise BadModelFile(f"{meta.source}: PLE layer {il} is not a linear attention layer (qwen4exp.cpp:138-143)")
-    kernel = _int(meta, K.PLE_CONV_KERNEL, required=True)
-    ngram = _int(meta, K.PLE_NGRAM_SIZE, required=True)
-    hc = _int(meta, K.HYPER_CONNECTION_COUNT, required=True)
+    kernel = int_key(meta, K.PLE_CONV_KERNEL, required=True)
+    ngram = int_key(meta, K.PLE_NGRAM_SIZE, required=True)
+    hc = int_key(meta, K.HYPER_CONNECTION_COUNT, required=True)
     if kernel == 0 or ngram < 2:
         raise BadModelFile(f"{meta.source}: {meta.architecture}.ple.conv_kernel must be non-zero and ple.ngram_size "
                            "at least 2 (qwen4exp.cpp:95-101)")
@@ -521,25 +267,25 @@ def _ple(meta: ModelMetadata, row: Architecture, flags: _Flags, counts: _Counts,
     return out
 
 
-def _recurrent_widths(meta: ModelMetadata, state: RecurrentState, n_embd: int, heads: _Heads) -> tuple[int, int]:
+def _recurrent_widths(meta: ModelMetadata, state: RecurrentState, n_embd: int, heads: Heads) -> tuple[int, int]:
     """(n_embd_r, n_embd_s) from llama_hparams::n_embd_r / n_embd_s (src/llama-hparams.cpp:208-258)."""
     if state is RecurrentState.RWKV:
-        shift = _int(meta, K.TOKEN_SHIFT_COUNT, 2)  # default token_shift_count 2 (src/llama-hparams.h:143)
-        return shift * n_embd, n_embd * _int(meta, K.WKV_HEAD_SIZE, required=True)
+        shift = int_key(meta, K.TOKEN_SHIFT_COUNT, 2)  # default token_shift_count 2 (src/llama-hparams.h:143)
+        return shift * n_embd, n_embd * int_key(meta, K.WKV_HEAD_SIZE, required=True)
     if state is RecurrentState.SHORTCONV:
-        l_cache = _int(meta, K.SHORTCONV_L_CACHE, required=True)
+        l_cache = int_key(meta, K.SHORTCONV_L_CACHE, required=True)
         if l_cache < 1:
             raise BadModelFile(f"{meta.source}: {meta.architecture}.shortconv.l_cache must be at least 1")
         return n_embd * (l_cache - 1), 0
-    d_conv = _int(meta, K.SSM_CONV_KERNEL, 0)
+    d_conv = int_key(meta, K.SSM_CONV_KERNEL, 0)
     if state is RecurrentState.KDA:
-        head_dim = _int(meta, K.KDA_HEAD_DIM, required=True)
+        head_dim = int_key(meta, K.KDA_HEAD_DIM, required=True)
         return 3 * (d_conv - 1 if d_conv > 0 else 3) * heads.n_head[0] * head_dim, head_dim * head_dim * heads.n_head[0]
     if state is RecurrentState.LIGHTNING:  # n_embd_head_la = key_length (src/models/minimax-01.cpp:9)
         return 0, heads.head_k * heads.head_k * heads.n_head[0]
-    d_inner = _int(meta, K.SSM_INNER_SIZE, 0)
-    d_state = _int(meta, K.SSM_STATE_SIZE, 0)
-    n_group = _int(meta, K.SSM_GROUP_COUNT, 0) if state is RecurrentState.SSM else 0
+    d_inner = int_key(meta, K.SSM_INNER_SIZE, 0)
+    d_state = int_key(meta, K.SSM_STATE_SIZE, 0)
+    n_group = int_key(meta, K.SSM_GROUP_COUNT, 0) if state is RecurrentState.SSM else 0
     conv = (d_conv - 1 if d_conv > 0 else 0) * (d_inner + 2 * n_group * d_state)
     return conv, d_state * d_inner
 
@@ -548,7 +294,7 @@ def _full_gqa_reference(meta: ModelMetadata, layers: list[LayerGeometry], n_head
                         ) -> tuple[int, int]:
     """The full-GQA reference: a full-attention layer of this model, uncompressed (K and V widths)."""
     if is_mla:
-        return n_head * _int(meta, K.KEY_LENGTH_MLA, 0), n_head * _int(meta, K.VALUE_LENGTH_MLA, 0)
+        return n_head * int_key(meta, K.KEY_LENGTH_MLA, 0), n_head * int_key(meta, K.VALUE_LENGTH_MLA, 0)
     attn = [layer for layer in layers if layer.kind in (LayerKind.FULL, LayerKind.FULL_RECURRENT)]
     attn = attn or [layer for layer in layers if layer.has_kv]
     if not attn:
@@ -566,14 +312,14 @@ def measured_geometry(meta: ModelMetadata, reason: str) -> ModelGeometry:
     """A model whose caches llamabench cannot lay out (`reason` says why): its layer count, trained context and
     widths from the standard keys, no layer caching anything in theory. A caller sizes its KV and recurrent state
     with llama.cpp's own dry runs (fit does, at every n_ctx it tries), never with this geometry's zeros."""
-    n_layer = _int(meta, K.BLOCK_COUNT, required=True)
+    n_layer = int_key(meta, K.BLOCK_COUNT, required=True)
     if not 0 < n_layer <= LLAMA_MAX_LAYERS:
         raise BadModelFile(f"{meta.source}: {meta.architecture}.block_count {n_layer} is not in 1..{LLAMA_MAX_LAYERS}")
     n_head = meta.arch_key(K.HEAD_COUNT)
     n_head = max(n_head) if isinstance(n_head, (list, tuple)) and n_head else n_head
     return ModelGeometry(
         architecture=meta.architecture, n_layer=n_layer, n_layer_nextn=0,
-        n_ctx_train=_int(meta, K.CONTEXT_LENGTH, 0), n_embd=_int(meta, K.EMBEDDING_LENGTH, 0),
+        n_ctx_train=int_key(meta, K.CONTEXT_LENGTH, 0), n_embd=int_key(meta, K.EMBEDDING_LENGTH, 0),
         n_head=n_head if isinstance(n_head, int) else 0,
         layers=tuple(LayerGeometry(il, LayerKind.NONE, 0, 0, 0) for il in range(n_layer)),
         n_swa=0, is_mla=False, recurrent_r_width=0, recurrent_s_width=0, v_width_max=0,
@@ -585,15 +331,15 @@ def geometry_from_metadata(meta: ModelMetadata) -> ModelGeometry:
     arch = meta.architecture
     row = architectures.get(arch, meta.source)
 
-    counts = _counts(meta, row)
-    n_ctx_train = _int(meta, K.CONTEXT_LENGTH, required=True)
-    n_embd = _int(meta, K.EMBEDDING_LENGTH, required=True)
+    counts = count_layers(meta, row)
+    n_ctx_train = int_key(meta, K.CONTEXT_LENGTH, required=True)
+    n_embd = int_key(meta, K.EMBEDDING_LENGTH, required=True)
     if n_embd == 0:
         raise BadModelFile(f"{meta.source}: {arch}.embedding_length is 0")
 
-    heads = _heads(meta, row, counts, n_embd)
+    heads = read_heads(meta, row, counts, n_embd)
     flags = _flags(meta, row, heads, counts)
-    is_mla = row.mla and bool(_int(meta, K.KEY_LENGTH_MLA, 0) and _int(meta, K.VALUE_LENGTH_MLA, 0))
+    is_mla = row.mla and bool(int_key(meta, K.KEY_LENGTH_MLA, 0) and int_key(meta, K.VALUE_LENGTH_MLA, 0))
     widths = [_widths(heads, flags, il) for il in range(counts.n_all)]
     v_width_max = max([_widths(heads, flags, 0)[1]] + [v for _, v in widths])
     index = _indexer(meta, row, heads, flags, counts, is_mla)

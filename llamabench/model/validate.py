@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..core.errors import BadModelFile
-from .layout import ModelGeometry
+from .geometry import ModelGeometry
 from .metadata import ModelMetadata
 
 TOKENIZER_ARRAYS = ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type")

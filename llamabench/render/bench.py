@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.units import GIB
-from ..records.records import BenchRecord
+from ..records.bench import BenchRecord
 from .fields import Field, fixed2, mib, table
 
 SPEED, MEMORY, SERVER = frozenset({"speed"}), frozenset({"memory"}), frozenset({"server"})

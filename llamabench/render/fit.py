@@ -9,12 +9,14 @@ from dataclasses import replace
 
 from ..core.safe_text import escaped
 from ..core.units import GIB, MIB
-from ..jobs.fit.advice import describe_placement, run_line
-from ..jobs.fit.result import FitResult
-from ..jobs.fit.search import RAM_ADVICE_LLAMA, RAM_FLAGS, FitRow, quality, recommend
-from ..jobs.fit.verify import FitVerification
+from ..jobs.fit.advice import describe_placement
+from ..jobs.fit.search import RAM_ADVICE_LLAMA, RAM_FLAGS
 from ..memory.allocations import COMPUTE_TOLERANCE_WORDS, PARTS, RAM_TOLERANCE_WORDS
 from ..memory.backends import BACKENDS
+from ..memory.fit_result import FitResult
+from ..memory.placement import FitRow, quality, recommend
+from ..records.fit import FitVerification
+from ..runtimes.registry import run_line
 from .fields import Field, table
 
 

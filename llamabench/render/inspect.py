@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..core.safe_text import shown_path
 from ..core.units import file_size, mib, thousands
-from ..model.layout import LayerGeometry, LayerKind, ModelGeometry
-from ..records.records import InspectRecord
+from ..model.geometry import LayerGeometry, LayerKind, ModelGeometry
+from ..records.inspect import InspectRecord
 from .fields import Field, table
 from .table import compress_indices
 

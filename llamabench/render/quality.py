@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from ..core.safe_text import escaped
-from ..jobs.quality.lookup import KvQuality
-from ..jobs.quality.result import QualityRow
-from ..records.records import QualityRecord
+from ..records.quality import KvQuality, QualityRecord, QualityRow
 from .fields import Field, table
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..core.units import MIB
-from ..records.records import RooflineRecord
+from ..records.roofline import RooflineRecord
 from .fields import Field, table
 
 

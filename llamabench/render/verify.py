@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..core.safe_text import shown_path
 from ..core.units import mib, thousands
 from ..memory.verification import Check, MatrixResult
-from ..records.records import VerifyRecord
+from ..records.inspect import VerifyRecord
 from .fields import Field, table
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from ..core.errors import LlamabenchError
 from ..core.safe_text import shown_path
 from ..core.units import MIB
-from ..jobs.fit.search import PlacementKind
-from ..jobs.quality.result import F16_BASE
 from ..memory import speed
 from ..memory.footprint import KvPoint, compute_footprint, kv_curve
 from ..memory.inspection import Inspection, f16_kv_bytes_per_token
+from ..memory.placement import PlacementKind
 from ..model.layout import geometry_from_metadata
-from ..records.records import BenchRecord
+from ..records.bench import BenchRecord
+from ..records.quality import F16_BASE
 from ..render.bench import memory_table, speed_table
 from ..render.fit import markdown_report
 from ..render.quality import render_quality_rows
@@ -230,6 +230,31 @@ def _lossy_records(results: ModelResults, name: str, inspection: Inspection,
     return out
 
 
+def _speed_md(bench_records: list[BenchRecord], plot_names: set[str]) -> list[str]:
+    """The report's "Speed at depth" section, as lines: the timed runs, their plot, llama-server beside Llama()."""
+    ok = [r for r in bench_records if r.ok]
+    bench = sorted(bench_records, key=lambda r: (r.series, r.params.label, r.test.depth, r.test.kind != "pp"))
+    several = len({r.series for r in bench}) > 1
+    lines = ["## Speed at depth (measured)", "", speed_table(bench, "md", with_series=several), "",
+             memory_table(bench, "md"), ""]
+    if not several and bench:
+        lines += [f"Measured on {bench[0].series}.", ""]
+    if any(r.model.is_twin for r in ok):
+        lines += ["Timed on the geometry twin: the KV and recurrent geometry are the real model's, the hidden "
+                  "size, vocabulary and experts are tiny, so t/s show the shape of the depth curve, not the "
+                  "real model's speed.", ""]
+    if "speed_vs_depth" in plot_names:
+        lines += ["![speed against depth](speed_vs_depth.png)", ""]
+    side_by_side = comparison_md(bench_records)
+    if side_by_side:
+        lines += ["### llama-server beside Llama() at the same depth", "",
+                  "The same test on the same machine and KV settings: a Llama() context timed in a child (as "
+                  "llama-bench), and llama-server through its HTTP API (one request at a time, the context filled "
+                  "through its prompt cache; the client's clock, the server's own timings beside it).", "",
+                  side_by_side, ""]
+    return lines
+
+
 def _markdown(results: ModelResults, name, inspection, records, fit, components, written, sources, series) -> str:
     plot_names = {p.stem for p in written}
     lines = [f"# {name}: KV efficiency report", "",
@@ -259,26 +284,7 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
         if "budget" in plot_names:
             lines += ["![memory budget](budget.png)", ""]
     if results.bench:
-        ok = [r for r in results.bench if r.ok]
-        bench = sorted(results.bench, key=lambda r: (r.series, r.params.label, r.test.depth, r.test.kind != "pp"))
-        several = len({r.series for r in bench}) > 1
-        lines += ["## Speed at depth (measured)", "", speed_table(bench, "md", with_series=several), "",
-                  memory_table(bench, "md"), ""]
-        if not several and bench:
-            lines += [f"Measured on {bench[0].series}.", ""]
-        if any(r.model.is_twin for r in ok):
-            lines += ["Timed on the geometry twin: the KV and recurrent geometry are the real model's, the hidden "
-                      "size, vocabulary and experts are tiny, so t/s show the shape of the depth curve, not the "
-                      "real model's speed.", ""]
-        if "speed_vs_depth" in plot_names:
-            lines += ["![speed against depth](speed_vs_depth.png)", ""]
-        side_by_side = comparison_md(results.bench)
-        if side_by_side:
-            lines += ["### llama-server beside Llama() at the same depth", "",
-                      "The same test on the same machine and KV settings: a Llama() context timed in a child (as "
-                      "llama-bench), and llama-server through its HTTP API (one request at a time, the context filled "
-                      "through its prompt cache; the client's clock, the server's own timings beside it).", "",
-                      side_by_side, ""]
+        lines += _speed_md(results.bench, plot_names)
     if series:
         lines += ["## Speed against the bytes each token reads", "",
                   "Each decoded token reads its active weights, the KV of every cached layer up to its depth (SWA "

@@ -5,13 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..core import serial
-from ..jobs.fit.result import FitResult
-from ..jobs.quality.result import QualityRow, ScoredTextRef
 from ..memory.allocations import bytes_equal
+from ..memory.fit_result import FitResult
 from ..memory.footprint import compute_footprint
 from ..memory.inspection import Inspection
-from ..records.records import BenchRecord, VerifyRecord
+from ..records.bench import BenchRecord
+from ..records.inspect import VerifyRecord
+from ..records.quality import QualityRow, ScoredTextRef
 from ..render.table import compress_indices
+from ..settings.values import Runtime
 
 KIND_WORDS = {
     "full": "full_attention",
@@ -130,7 +132,7 @@ def _timed(bench: list[BenchRecord], n_ctx: int, kv_types: tuple[str, str] = ("f
     """The timed tests of these KV types at this context from one machine (the one measured last); Llama() contexts
     where there are any (the methodology's), else llama-server's."""
     ok = [r for r in bench if r.ok and r.params.n_ctx == n_ctx and (r.params.type_k, r.params.type_v) == kv_types]
-    ok = [r for r in ok if r.runtime != "llama-server"] or ok
+    ok = [r for r in ok if r.runtime != Runtime.LLAMA_SERVER] or ok
     if not ok:
         return []
     series = max(ok, key=lambda r: r.timestamp).series

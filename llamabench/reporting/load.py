@@ -6,17 +6,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import LlamabenchError
-from ..jobs.quality.result import QualityRow
-from ..records.records import (
-    BenchRecord,
-    FitRecord,
-    InspectRecord,
-    QualityRecord,
-    Record,
-    RooflineRecord,
-    VerifyRecord,
-    read_records,
-)
+from ..records.bench import BenchRecord
+from ..records.fit import FitRecord
+from ..records.inspect import InspectRecord, VerifyRecord
+from ..records.quality import QualityRecord, QualityRow
+from ..records.record import Record
+from ..records.records import read_records
+from ..records.roofline import RooflineRecord
 from ..world.outputs import note_input
 
 

@@ -6,13 +6,13 @@ from pathlib import Path
 
 from ..core.units import GIB
 from ..jobs.fit.advice import short_placement
-from ..jobs.quality.result import F16_BASE
 from ..memory.footprint import KvPoint
+from ..records.quality import F16_BASE
 from ..settings.params import DEFAULT_N_CTX
 from ..world.outputs import write_with
 
 CARDS = (16, 24)
-# every part of fit.search.Parts, so the bars add up to its total: label -> (Parts field, colour)
+# every part of memory.placement.Parts, so the bars add up to its total: label -> (Parts field, colour)
 BAR_PARTS = {"weights": ("weights", "#4c72b0"), "KV": ("kv", "#dd8452"), "recurrent": ("recurrent", "#55a868"),
              "compute": ("compute", "#8172b3"), "reserve": ("reserve", "#937860"),
              "mmproj": ("projector", "#c44e52")}
@@ -96,7 +96,7 @@ def _spec(row) -> str:
 
 
 def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
-    """Stacked horizontal bars per card and choice (fit.search.FitRow): every part, the projector's too;
+    """Stacked horizontal bars per card and choice (memory.placement.FitRow): every part, the projector's too;
     a machine with several cards gets one bar per card, each against its own budget (red mark)."""
     plt = _plt()
     cards = list(dict.fromkeys(r.budget_label for r in rows))

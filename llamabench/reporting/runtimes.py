@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ..records.records import BenchRecord
+from ..records.bench import BenchRecord
 from ..render.table import render_markdown
+from ..settings.values import Runtime
 
 
 def _key(r: BenchRecord) -> tuple:
@@ -13,9 +14,9 @@ def _key(r: BenchRecord) -> tuple:
 
 def pairs(bench: list[BenchRecord]) -> list[tuple[BenchRecord, BenchRecord]]:
     """(Llama() record, llama-server record with one request at a time) per test measured by both."""
-    llama = {_key(r): r for r in bench if r.ok and r.runtime != "llama-server"}
+    llama = {_key(r): r for r in bench if r.ok and r.runtime != Runtime.LLAMA_SERVER}
     return [(llama[_key(r)], r) for r in sorted(bench, key=lambda r: (r.test.depth, str(r.test.kind), r.test.n_tokens))
-            if r.ok and r.runtime == "llama-server" and r.concurrency == 1 and _key(r) in llama]
+            if r.ok and r.runtime == Runtime.LLAMA_SERVER and r.concurrency == 1 and _key(r) in llama]
 
 
 def comparison_md(bench: list[BenchRecord]) -> str | None:

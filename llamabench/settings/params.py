@@ -22,6 +22,7 @@ from ..core import cache_types, serial
 from ..core.units import GIB, MIB
 from .budget import Budget, budget, reserve
 from .values import (
+    Runtime,
     backend_name,
     cache_type,
     cpu_mask,
@@ -207,8 +208,8 @@ _OPTIONS = (
        "prompt cache, checkpoints); with --cpu-only the whole budget"),
     _p("cpu_only", ["--cpu-only"], on_off, False, "no card: everything in system RAM, as a CPU build (needs --ram)",
        action="store_true"),
-    _p("runtime", ["--runtime"], parse_runtime, "llama-server", "the program that creates the context: llama-server "
-       "(the printed command) or llama-cpp-python (the Llama() call)", metavar="NAME"),
+    _p("runtime", ["--runtime"], parse_runtime, Runtime.LLAMA_SERVER.value, "the program that creates the context: "
+       "llama-server (the printed command) or llama-cpp-python (the Llama() call)", metavar="NAME"),
     _p("server_cmd", ["--server-cmd"], text, None, "bench --runtime llama-server: the llama-server line to start "
        "(what fit printed; llama-server is found as --server-bin says)", metavar="COMMAND"),
     _p("url", ["--url"], text, None, "bench --runtime llama-server: a running llama-server to bench (not started, "

@@ -113,3 +113,14 @@ def params_from(values: Mapping[str, Any], base: Params | None = None) -> Params
     """One Params from scalar values (context fields only; other keys are passed over)."""
     base = base or Params()
     return base.replace(**{n: values[n] for n in CONTEXT_PARAMS if n in values and values[n] is not None})
+
+
+def cache_pairs(type_k: tuple[str, ...], type_v: tuple[str, ...]) -> list[tuple[str, str]]:
+    """-ctk / -ctv lists paired as llama-bench pairs them for fit: same length, or one of them single."""
+    if len(type_k) == len(type_v):
+        return list(zip(type_k, type_v))
+    if len(type_k) == 1:
+        return [(type_k[0], v) for v in type_v]
+    if len(type_v) == 1:
+        return [(k, type_v[0]) for k in type_k]
+    raise UsageError("-ctk and -ctv lists must have the same length (they are paired), or one of them a single type")

@@ -72,6 +72,33 @@ def _tensor_types(entry_id: str, quant: dict) -> tuple[tuple[str, str], ...]:
     return tuple((p, d.lower()) for p, d in rows)
 
 
+def _published_kv(entry_id: str, raw: dict) -> tuple[int | None, str | None]:
+    """An entry's published KV bytes per token and its source; (None, None) where it publishes none."""
+    published_kv = raw.get("kv_cache_bytes_per_token")
+    if published_kv is None:
+        return None, None
+    kv_value, kv_source = _value(entry_id, "kv_cache_bytes_per_token", published_kv)
+    if not isinstance(kv_value, int) or isinstance(kv_value, bool):
+        raise CatalogError(f"catalog entry '{entry_id}': kv_cache_bytes_per_token must be an integer")
+    return kv_value, kv_source
+
+
+def _published_quant(entry_id: str, quant) -> PublishedQuant:
+    """One [[model.published_quants]] table, checked: name, a positive integer of bytes, source, an optional hf
+    path and tensor_types."""
+    if (not isinstance(quant, dict) or not isinstance(quant.get("name"), str)
+            or not isinstance(quant.get("source"), str)):
+        raise CatalogError(f"catalog entry '{entry_id}': each published quant needs name, bytes and source")
+    if not isinstance(quant.get("bytes"), int) or isinstance(quant.get("bytes"), bool) or quant["bytes"] <= 0:
+        raise CatalogError(f"catalog entry '{entry_id}': published quant {quant['name']} "
+                           f"needs a positive integer 'bytes'")
+    hf = quant.get("hf")
+    if hf is not None and (not isinstance(hf, str) or hf.count("/") < 2):
+        raise CatalogError(f"catalog entry '{entry_id}': published quant {quant['name']}: "
+                           f"hf must be OWNER/REPO/FILE.gguf")
+    return PublishedQuant(quant["name"], quant["bytes"], quant["source"], hf, _tensor_types(entry_id, quant))
+
+
 def _entry(raw: dict, index: int) -> CatalogEntry:
     entry_id = raw.get("id")
     if not isinstance(entry_id, str) or not entry_id:
@@ -96,25 +123,8 @@ def _entry(raw: dict, index: int) -> CatalogEntry:
         if required not in metadata:
             raise CatalogError(f"catalog entry '{entry_id}': metadata lacks '{required}'")
 
-    published_kv = raw.get("kv_cache_bytes_per_token")
-    kv_value = kv_source = None
-    if published_kv is not None:
-        kv_value, kv_source = _value(entry_id, "kv_cache_bytes_per_token", published_kv)
-        if not isinstance(kv_value, int) or isinstance(kv_value, bool):
-            raise CatalogError(f"catalog entry '{entry_id}': kv_cache_bytes_per_token must be an integer")
-
-    quants = []
-    for q in raw.get("published_quants", []):
-        if not isinstance(q, dict) or not isinstance(q.get("name"), str) or not isinstance(q.get("source"), str):
-            raise CatalogError(f"catalog entry '{entry_id}': each published quant needs name, bytes and source")
-        if not isinstance(q.get("bytes"), int) or isinstance(q.get("bytes"), bool) or q["bytes"] <= 0:
-            raise CatalogError(f"catalog entry '{entry_id}': published quant {q['name']} "
-                               f"needs a positive integer 'bytes'")
-        hf = q.get("hf")
-        if hf is not None and (not isinstance(hf, str) or hf.count("/") < 2):
-            raise CatalogError(f"catalog entry '{entry_id}': published quant {q['name']}: "
-                               f"hf must be OWNER/REPO/FILE.gguf")
-        quants.append(PublishedQuant(q["name"], q["bytes"], q["source"], hf, _tensor_types(entry_id, q)))
+    kv_value, kv_source = _published_kv(entry_id, raw)
+    quants = [_published_quant(entry_id, q) for q in raw.get("published_quants", [])]
 
     return CatalogEntry(
         id=entry_id,

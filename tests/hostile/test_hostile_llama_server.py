@@ -96,7 +96,7 @@ def test_a_measurement_the_file_could_not_hold_is_kept_as_a_failed_test(tmp_path
     """A refused record does not end the sweep: it is written as a failed test that says why."""
     from dataclasses import replace
 
-    from llamabench.api import _save_measurement
+    from llamabench.jobs.bench.record import save_measurement as _save_measurement
     from tests.pure.test_records import bench_record
 
     path = tmp_path / "r.jsonl"

@@ -22,7 +22,7 @@ from llamabench.jobs.twin.writer import TensorSpec, write_gguf
 from llamabench.model.metadata import ModelMetadata
 from llamabench.model.projector import projector_from_metadata
 from llamabench.records import records
-from llamabench.records.records import RooflineRecord
+from llamabench.records.roofline import RooflineRecord
 from llamabench.reporting.build import FOLDER_NAME_MAX, folder_name, report_folder
 from llamabench.settings.params import Params
 from tests.support import REPO

@@ -12,15 +12,16 @@ from pathlib import Path
 import pytest
 
 from llamabench.cli import main
-from llamabench.jobs.fit.advice import llama_server_command
 from llamabench.jobs.twin.build import write_twin
-from llamabench.jobs.twin.projector import write_projector
-from llamabench.jobs.twin.split import write_split
-from llamabench.records.records import FitRecord, InspectRecord
+from llamabench.records.fit import FitRecord
+from llamabench.records.inspect import InspectRecord
+from llamabench.runtimes.llama_server import llama_server_command
 from llamabench.world import catalog, remote
 from llamabench.world.gguf_file import read_metadata
 from tests.support import real_model
 from tests.support.http_server import FileServer, write_big_header
+from tests.support.twin_projector import write_projector
+from tests.support.twin_split import write_split
 
 
 def inspect_json(capsys, model: str, *extra):

@@ -62,7 +62,8 @@ def test_one_server_named_twice_is_refused_before_llama_cpp_waits_on_itself():
 def test_ctrl_c_in_the_demo_stops_it_there_with_130_and_no_report(gemma, tmp_path):
     """Ctrl-C during the demo's bench keeps what was measured and ends the demo at once: exit 130, no report step,
     no report written (round 3 saw it go on to the report and exit 1)."""
-    from llamabench.records.records import BenchRecord, read_records
+    from llamabench.records.bench import BenchRecord
+    from llamabench.records.records import read_records
 
     out = tmp_path / "demo"
     argv = [sys.executable, "-m", "llamabench.cli", "demo", str(gemma), "-c", "4096",

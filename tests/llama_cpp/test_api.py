@@ -6,7 +6,7 @@ import pytest
 
 import llamabench as lb
 from llamabench.core.errors import UsageError
-from llamabench.jobs.fit.search import PlacementKind
+from llamabench.memory.placement import PlacementKind
 
 MIB = 2**20
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from llamabench.cli import main
-from llamabench.records.records import RooflineRecord
+from llamabench.records.roofline import RooflineRecord
 
 
 def test_dry_run_prints_the_plan(capsys):

@@ -18,8 +18,8 @@ from __future__ import annotations
 import pytest
 
 import llamabench as lb
-from llamabench.jobs.fit.search import PlacementKind
 from llamabench.llama import rpc
+from llamabench.memory.placement import PlacementKind
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not rpc.available(), reason="llama-cpp-python was built without the RPC backend")]

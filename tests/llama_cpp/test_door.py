@@ -72,7 +72,8 @@ def test_an_architecture_without_a_layout_rule_is_benched_with_llama_cpps_number
     """Nothing llama.cpp can load is refused: dots3note has no layout rule in llamabench, and bench still measures
     it (allocations and t/s from llama.cpp), each record saying there is no theory beside them."""
     from llamabench.jobs.twin.generic import write_from_metadata
-    from llamabench.records.records import BenchRecord, read_records
+    from llamabench.records.bench import BenchRecord
+    from llamabench.records.records import read_records
     from tests.support import every_arch
 
     twin = write_from_metadata(every_arch.metadata("dots3note"), tmp_path / "dots3note.gguf").path

@@ -14,10 +14,9 @@ import pytest
 
 import llamabench as lb
 from llamabench.cli import main
-from llamabench.jobs.fit.verify import FitVerification
 from llamabench.llama import rpc
 from llamabench.memory.allocations import PARTS
-from llamabench.records.records import FitRecord
+from llamabench.records.fit import FitRecord, FitVerification
 from tests.support import real_model
 
 pytestmark = [pytest.mark.slow,

@@ -6,13 +6,13 @@ import pytest
 
 import llamabench as lb
 from llamabench.cli import main
-from llamabench.jobs.fit.advice import llama_server_command
-from llamabench.jobs.fit.search import PlacementKind
 from llamabench.jobs.twin.build import write_twin
-from llamabench.llama import engine
-from llamabench.llama.engine import NO_DEVICE
+from llamabench.llama import ggml_devices
+from llamabench.llama.ggml_devices import NO_DEVICE
 from llamabench.llama.worker import run_child
 from llamabench.memory.allocations import Allocations
+from llamabench.memory.placement import PlacementKind
+from llamabench.runtimes.llama_server import llama_server_command
 from llamabench.settings.params import Params
 from llamabench.world import catalog
 from tests.support.eagle3 import write_eagle3
@@ -61,7 +61,7 @@ def test_max_context_search_agrees_with_real_allocations(twin_path):
     budget = (twin_path.stat().st_size // MIB + 300) * MIB
     # Llama() on a CPU build; on a GPU build llama-server -dev none (Llama() cannot leave the GPU out, and llama.cpp
     # then keeps compute buffers for offloaded ops), one slot, nothing growing
-    gpu = bool(engine.gpu_devices())
+    gpu = bool(ggml_devices.gpu_devices())
     runtime = dict(runtime="llama-server", n_seq=1, cache_ram=0, ctx_checkpoints=0) if gpu else dict(
         runtime="llama-cpp-python")
     record = lb.fit(str(twin_path), verify=True, cpu_only=True, ram=f"{budget // MIB}MiB", n_ctx=2048, type_k="f16",

@@ -7,12 +7,12 @@ import json
 import pytest
 
 from llamabench.cli import main
-from llamabench.llama import engine
+from llamabench.llama import ggml_devices
 from llamabench.world import sysinfo
 
 pytestmark = pytest.mark.gpu
 
-needs_gpu = pytest.mark.skipif(not engine.supports_gpu_offload() or not sysinfo.gpu_memory(),
+needs_gpu = pytest.mark.skipif(not ggml_devices.supports_gpu_offload() or not sysinfo.gpu_memory(),
                                reason="needs a CUDA build of llama.cpp and NVML")
 
 

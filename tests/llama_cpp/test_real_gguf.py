@@ -12,10 +12,11 @@ import pytest
 
 import llamabench as lb
 from llamabench.cli import main
-from llamabench.jobs.fit.advice import llama_server_command
-from llamabench.jobs.fit.search import PlacementKind
-from llamabench.llama import engine
-from llamabench.records.records import BenchRecord, InspectRecord
+from llamabench.llama import ggml_devices
+from llamabench.memory.placement import PlacementKind
+from llamabench.records.bench import BenchRecord
+from llamabench.records.inspect import InspectRecord
+from llamabench.runtimes.llama_server import llama_server_command
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +49,7 @@ def test_fit_puts_the_tied_output_matrix_on_the_card(gemma):
 def test_demo_on_the_real_file(gemma, tmp_path, capsys):
     out = tmp_path / "report"
     # a GPU build benches on its GPU: two shallow depths there (lavapipe's Vulkan0 fills a few tokens a second)
-    gpu = bool(engine.gpu_devices())
+    gpu = bool(ggml_devices.gpu_devices())
     assert main(["demo", str(gemma), "--ctx", "8192", "-p", "32", "-n", "4", "-r", "1", "-t", "2",
                  "--out-dir", str(out), *(["--depths", "0,256"] if gpu else [])]) == 0
     stdout = capsys.readouterr().out

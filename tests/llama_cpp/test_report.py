@@ -8,7 +8,7 @@ import pytest
 
 import llamabench as lb
 from llamabench.cli import main
-from llamabench.records.records import BenchRecord
+from llamabench.records.bench import BenchRecord
 from llamabench.reporting.kv_record import KvEfficiencyRecord
 
 pytestmark = pytest.mark.slow  # builds its results with real llama.cpp runs

@@ -8,7 +8,7 @@ from llamabench.cli import main
 from llamabench.core import serial
 from llamabench.core.errors import UsageError
 from llamabench.core.units import MIB
-from llamabench.jobs.fit.result import FitResult
+from llamabench.memory.fit_result import FitResult
 from llamabench.memory.footprint import compute_footprint
 from llamabench.memory.runtimes import Runtime, RuntimeConfig, checkpoint_bytes, server_ram
 from llamabench.model.layout import geometry_from_metadata

@@ -19,17 +19,18 @@ import llamabench as lb
 from llamabench.cli import main
 from llamabench.core.errors import UsageError
 from llamabench.core.units import GIB, MIB
-from llamabench.jobs.fit.advice import llama_server_command
 from llamabench.jobs.fit.probe import buffer_name
-from llamabench.jobs.fit.search import ComputeSplit, Fitter, Placement, PlacementKind
-from llamabench.llama import engine, rpc
-from llamabench.llama.server import rpc_server, run_printed_command, tools_dir
+from llamabench.jobs.fit.search import ComputeSplit, Fitter
+from llamabench.llama import ggml_devices, rpc
 from llamabench.memory.allocations import HOST, PRINTED_TOLERANCE_BYTES, compute_tolerance
 from llamabench.memory.layer_split import layer_counts, layer_devices
+from llamabench.memory.placement import Placement, PlacementKind
+from llamabench.runtimes.llama_server import llama_server_command
 from llamabench.settings.budget import budget, reserve
 from llamabench.settings.params import Params
 from llamabench.settings.sweep import parse_value
 from llamabench.settings.values import endpoints, split_mode, tensor_split
+from tests.support.llama_server import rpc_server, run_printed_command, tools_dir
 
 TOOLS = tools_dir()
 needs_rpc = pytest.mark.skipif(not rpc.available(), reason="llama-cpp-python was built without the RPC backend")
@@ -265,7 +266,7 @@ def test_bench_rpc_spreads_the_model_and_names_every_device(gemma, tmp_path):
     assert run.records and all(r.ok for r in run.records)
     record = run.records[0]
     # the remote hosts first, then this build's own GPUs (none on a CPU build), as llama.cpp orders its devices
-    assert record.devices == tuple(f"RPC0[{h}]" for h in hosts) + tuple(engine.gpu_devices())
+    assert record.devices == tuple(f"RPC0[{h}]" for h in hosts) + tuple(ggml_devices.gpu_devices())
     kv = record.allocations.kv_buffers_mib
     assert kv[f"RPC0[{hosts[0]}]"] > kv[f"RPC0[{hosts[1]}]"] > 0  # -ts 3,1: most layers on the first host
     # each device's memory from ggml (ggml_backend_dev_memory: every backend, not only NVML's cards)

@@ -15,11 +15,12 @@ import sys
 import pytest
 
 import llamabench as lb
-from llamabench.jobs.fit.advice import llama_server_command, python_call
 from llamabench.jobs.source import resolve
-from llamabench.llama.server import rpc_server, run_printed_command, tools_dir
 from llamabench.memory.allocations import HOST, PRINTED_TOLERANCE_BYTES, compute_tolerance, parse_allocations
+from llamabench.runtimes.llama_cpp_python import python_call
+from llamabench.runtimes.llama_server import llama_server_command
 from tests.support.eagle3 import write_eagle3
+from tests.support.llama_server import rpc_server, run_printed_command, tools_dir
 
 MIB = 2**20
 TOOLS = tools_dir()

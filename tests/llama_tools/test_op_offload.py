@@ -19,11 +19,11 @@ import subprocess
 import pytest
 
 import llamabench as lb
-from llamabench.jobs.fit.advice import llama_server_command
-from llamabench.llama.server import run_printed_command, vulkan_tools_dir
 from llamabench.memory.allocations import HOST, PRINTED_TOLERANCE_BYTES
 from llamabench.memory.backends import VULKAN_RANGE_ENV
+from llamabench.runtimes.llama_server import llama_server_command
 from tests.support import offload_models
+from tests.support.llama_server import run_printed_command, vulkan_tools_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.vulkan]
 

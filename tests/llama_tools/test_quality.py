@@ -15,8 +15,8 @@ import pytest
 
 import llamabench as lb
 from llamabench.cli import main
-from llamabench.llama.server import tools_dir
 from llamabench.world.texts import default_text
+from tests.support.llama_server import tools_dir
 from tests.support.offload_models import requantized
 
 TOOLS = tools_dir()

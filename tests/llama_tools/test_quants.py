@@ -14,14 +14,14 @@ import pytest
 
 import llamabench as lb
 from llamabench.cli import main
-from llamabench.jobs.twin.split import write_split
 from llamabench.jobs.twin.writer import GGML_TYPE_NAMES
 from llamabench.llama import worker
-from llamabench.llama.server import tools_dir
 from llamabench.model.quants import ftype_of
 from llamabench.world import gguf_file
 from tests.support.http_server import FileServer
+from tests.support.llama_server import tools_dir
 from tests.support.offload_models import quantized
+from tests.support.twin_split import write_split
 
 TOOLS = tools_dir()
 pytestmark = [pytest.mark.slow,

@@ -10,9 +10,9 @@ import pytest
 
 from llamabench.jobs.twin.writer import GGML_TYPE_NAMES
 from llamabench.llama import worker
-from llamabench.llama.server import tools_dir
 from llamabench.model.quants import ftype_of
 from llamabench.world import gguf_file
+from tests.support.llama_server import tools_dir
 from tests.support.offload_models import QUANTIZE_TIMEOUT_S
 
 TOOLS = tools_dir()

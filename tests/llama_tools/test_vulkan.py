@@ -12,17 +12,17 @@ import os
 import pytest
 
 import llamabench as lb
-from llamabench.jobs.fit.advice import llama_server_command
-from llamabench.llama import engine
-from llamabench.llama.server import run_printed_command, vulkan_tools_dir
+from llamabench.llama import ggml_devices
 from llamabench.memory.allocations import HOST, PARTS, PRINTED_TOLERANCE_BYTES, DeviceParts, compute_tolerance
+from llamabench.runtimes.llama_server import llama_server_command
 from tests.support.eagle3 import write_eagle3
+from tests.support.llama_server import run_printed_command, vulkan_tools_dir
 
 pytestmark = [pytest.mark.slow, pytest.mark.vulkan]
 
 
 def _vulkan_devices() -> list[str]:
-    return [name for name in engine.gpu_devices() if name.startswith("Vulkan")]
+    return [name for name in ggml_devices.gpu_devices() if name.startswith("Vulkan")]
 
 
 needs_vulkan = pytest.mark.skipif(

@@ -32,7 +32,8 @@ from llamabench.memory.inspection import Inspection, inspect
 from llamabench.model import architectures as archs
 from llamabench.model import gguf_keys as K
 from llamabench.model.architectures import ARCHITECTURES, KvSharing, LayerCount, LayoutRule, RecurrentState, SwaRule
-from llamabench.model.layout import LayerKind, geometry_from_metadata
+from llamabench.model.geometry import LayerKind
+from llamabench.model.layout import geometry_from_metadata
 from llamabench.settings.params import Params
 from tests.support.metadata import model
 

@@ -106,8 +106,8 @@ def test_a_depth_past_the_context_is_refused_before_anything_runs():
 
 def test_fit_json_rows_carry_their_placement_and_null_for_no_context():
     from llamabench.core.units import GIB as _GIB
-    from llamabench.jobs.fit.search import PlacementKind
-    from llamabench.records.records import FitRecord
+    from llamabench.memory.placement import PlacementKind
+    from llamabench.records.fit import FitRecord
     from tests.pure.test_records import MODEL
     from tests.pure.test_render import fit_result
 

@@ -12,8 +12,9 @@ import pytest
 
 from llamabench.core import serial
 from llamabench.core.errors import ContextRefused, EngineError
-from llamabench.jobs.fit.search import ComputeSplit, FitRow, Fitter, Parts, Placement, PlacementKind, recommend
+from llamabench.jobs.fit.search import ComputeSplit, Fitter
 from llamabench.memory.footprint import compute_footprint
+from llamabench.memory.placement import FitRow, Parts, Placement, PlacementKind, recommend
 from llamabench.model.layout import geometry_from_metadata
 from llamabench.model.metadata import TensorInfo
 from llamabench.model.weights import breakdown

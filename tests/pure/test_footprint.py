@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from llamabench.memory.footprint import compute_footprint, context_shape
-from llamabench.model.layout import LayerKind, geometry_from_metadata
+from llamabench.model.geometry import LayerKind
+from llamabench.model.layout import geometry_from_metadata
 from llamabench.settings.params import Params
 from tests.support.metadata import model
 

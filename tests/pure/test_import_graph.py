@@ -19,8 +19,9 @@ LAYERS = (
     ("memory", ("memory",)),  # what it costs: footprint, runtimes, layer split, parts, speed
     ("world", ("world",)),  # the outside world: GGUF files, HTTP headers, catalog, machine, paths, outputs
     ("llama.cpp", ("llama",)),  # the one boundary to llama.cpp
-    ("jobs", ("jobs",)),  # one package per job: inspect, verify, fit, bench, roofline, twin; source
-    ("records", ("records",)),  # result records and their JSON Lines files
+    ("runtimes", ("runtimes",)),  # the programs that create a context: one module each, the line each prints
+    ("records", ("records",)),  # result records, one module per kind, and their JSON Lines files
+    ("jobs", ("jobs",)),  # one package per job: inspect, verify, fit, bench, roofline, quality, twin; source
     ("printers", ("render", "reporting")),  # text, tables, reports and plots from records
     ("api", ("api",)),  # the library's face
     ("commands", ("commands", "cli", "__init__", "__main__")),
@@ -184,3 +185,42 @@ def test_the_facade_names_resolve():
 def test_the_graph_reader_sees_a_cycle():
     """The checks can fail: a made-up pair of modules that import each other is a cycle."""
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def loaded_by_name() -> set[str]:
+    """The modules the package runs by name, not by an import statement: the commands of `commands.SUMMARY` (cli.py
+    imports the one that runs with importlib) and a module with a `__main__` block that another module names in full
+    in a string (a child started as `python -m llamabench.llama.child`)."""
+    summary = next(node.value for node in ast.parse(MODULES["llamabench.commands"].read_text()).body
+                   if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == ["SUMMARY"])
+    out = {f"llamabench.commands.{key.value}" for key in summary.keys}
+    for name, path in MODULES.items():
+        out |= {node.value for node in ast.walk(ast.parse(path.read_text()))
+                if isinstance(node, ast.Constant) and node.value in MODULES and node.value != name
+                and "if __name__ == \"__main__\":" in MODULES[node.value].read_text()}
+    return out
+
+
+def unimported(graph: dict[str, set[str]], roots: set[str]) -> list[str]:
+    """The modules of a graph that no other module imports, the roots aside."""
+    imported = {b for a, targets in graph.items() for b in targets if b != a}
+    return sorted(set(graph) - imported - roots)
+
+
+def test_every_module_is_imported_by_the_package():
+    """The package ships only what it uses: a module that only tests, benchmarks or scripts import belongs in
+    tests/support. The roots: the packages' __init__ (`from . import x` in one counts as an import of x), __main__,
+    the entry point of pyproject's [project.scripts], and the modules the package runs by name."""
+    import tomllib
+
+    scripts = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["project"]["scripts"]
+    entry = {target.partition(":")[0] for target in scripts.values()}
+    assert entry == {"llamabench.cli"} and "commands.{name}" in MODULES["llamabench.cli"].read_text()
+    roots = {name for name, path in MODULES.items() if path.name in ("__init__.py", "__main__.py")} | entry
+    assert unimported(internal_edges(), roots | loaded_by_name()) == []
+
+
+def test_the_graph_reader_sees_a_module_nobody_imports():
+    """The check can fail: a made-up module that only imports itself is imported by no other one."""
+    graph = {"pkg": {"pkg.a"}, "pkg.a": {"pkg.b"}, "pkg.b": set(), "pkg.c": {"pkg.c", "pkg.a"}}
+    assert unimported(graph, {"pkg"}) == ["pkg.c"]

@@ -11,7 +11,7 @@ import pytest
 import llamabench as lb
 from llamabench.cli import main
 from llamabench.jobs.twin.writer import write_gguf
-from llamabench.records.records import InspectRecord
+from llamabench.records.inspect import InspectRecord
 
 QWEN35MOE_KEYS = {
     "block_count": 40, "context_length": 262144, "embedding_length": 2048, "attention.head_count": 16,

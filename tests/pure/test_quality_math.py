@@ -8,9 +8,9 @@ import math
 import pytest
 
 from llamabench.jobs.quality.lookup import fit_quality
-from llamabench.jobs.quality.result import QualityRow, ScoredTextRef
 from llamabench.llama.scoring import rows_per_decode
 from llamabench.memory.divergence import KldSums, mean_and_uncertainty, n_chunks, percentile, quality_stats
+from llamabench.records.quality import QualityRow, ScoredTextRef
 
 TEXT = ScoredTextRef("t", "ab" * 32, 100, 50)
 

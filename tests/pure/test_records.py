@@ -11,28 +11,22 @@ import pytest
 import llamabench as lb
 from llamabench.cli import main
 from llamabench.core import serial
-from llamabench.jobs.bench.measure import Measurement, Memory, WeightsBasis, roofline, theory
-from llamabench.jobs.fit.result import FitResult
-from llamabench.jobs.fit.search import Fitter, Placement, PlacementKind
-from llamabench.jobs.fit.verify import DeviceCheck, FitVerification, PlacementCheck
-from llamabench.jobs.quality.result import QualityRow, ScoredTextRef
+from llamabench.jobs.bench.measure import WeightsBasis, roofline, theory
+from llamabench.jobs.fit.search import Fitter
 from llamabench.memory.allocations import DeviceParts, parse_allocations
+from llamabench.memory.fit_result import FitResult
+from llamabench.memory.placement import Placement, PlacementKind
 from llamabench.memory.verification import MatrixCell, MatrixResult, compare
 from llamabench.model.layout import geometry_from_metadata
 from llamabench.model.metadata import ModelRef, TensorInfo
 from llamabench.model.weights import breakdown
 from llamabench.records import jsonl
-from llamabench.records.records import (
-    SCHEMA_VERSION,
-    BenchRecord,
-    FitRecord,
-    QualityRecord,
-    RecordKind,
-    VerifyRecord,
-    append,
-    from_dict,
-    read_records,
-)
+from llamabench.records.bench import BenchRecord, Memory
+from llamabench.records.fit import DeviceCheck, FitRecord, FitVerification, PlacementCheck
+from llamabench.records.inspect import VerifyRecord
+from llamabench.records.quality import QualityRecord, QualityRow, ScoredTextRef
+from llamabench.records.record import SCHEMA_VERSION, RecordKind
+from llamabench.records.records import append, from_dict, read_records
 from llamabench.reporting.kv_record import KvEfficiencyRecord
 from llamabench.settings.bench_tests import BenchTest, TestKind
 from llamabench.settings.budget import Budget
@@ -57,11 +51,10 @@ KV_LINE = ("llama_kv_cache: size =    8.00 MiB (  4096 cells,   4 layers,  1/1 s
 def bench_record(machine=MACHINE, depth=0, kind=TestKind.TG, ts=10.0, timestamp="2026-12-01T00:00:00+00:00"):
     params = Params(n_ctx=4096, n_threads=2)
     test = BenchTest(kind, 16, depth)
-    m = Measurement(params, test, 2, (int(16e9 / ts),) * 2, None, parse_allocations(KV_LINE),
-                    Memory(100, 300, None, None, "no GPU"))
     fp, error = theory(GEOMETRY, params)
-    record = BenchRecord.of(MODEL, m, footprint=fp, theory_error=error, machine=machine, versions=VERSIONS,
-                            roofline=None)
+    record = BenchRecord(model=MODEL, params=params, test=test, repetitions=2, samples_ns=(int(16e9 / ts),) * 2,
+                         allocations=parse_allocations(KV_LINE), memory=Memory(100, 300, None, None, "no GPU"),
+                         footprint=fp, theory_error=error, machine=machine, versions=VERSIONS)
     rf = roofline(GEOMETRY, WeightsBasis(10_000, 5_000, "test"), params, test, record.avg_ts, 40.0)
     return replace(record, roofline=rf, timestamp=timestamp)
 

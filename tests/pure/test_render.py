@@ -8,12 +8,13 @@ import json
 
 from llamabench.cli import main
 from llamabench.core import serial
-from llamabench.jobs.fit.result import FitResult
+from llamabench.memory.fit_result import FitResult
 from llamabench.memory.footprint import kv_curve
 from llamabench.memory.inspection import inspect
 from llamabench.memory.runtimes import Runtime, RuntimeConfig
 from llamabench.model.metadata import ModelMetadata
-from llamabench.records.records import InspectRecord, append
+from llamabench.records.inspect import InspectRecord
+from llamabench.records.records import append
 from llamabench.render.bench import render
 from llamabench.render.fit import markdown_report, render_text
 from llamabench.settings.budget import Budget
@@ -106,7 +107,7 @@ def test_report_from_two_machines_keeps_two_series(tmp_path, capsys):
 def test_budget_bars_draw_every_part_so_they_add_up_to_the_total(tmp_path):
     from dataclasses import fields, replace
 
-    from llamabench.jobs.fit.search import Parts
+    from llamabench.memory.placement import Parts
     from llamabench.reporting import plots
 
     assert {part for part, _ in plots.BAR_PARTS.values()} == {f.name for f in fields(Parts)}  # the projector too

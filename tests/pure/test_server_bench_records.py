@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from llamabench.core.errors import UsageError
-from llamabench.jobs.bench.measure import ServerBench, ServerRequest
 from llamabench.jobs.bench.serve import command_params
 from llamabench.llama import serving
-from llamabench.records.records import BenchRecord, append, read_records
+from llamabench.records.bench import BenchRecord, ServerBench, ServerRequest
+from llamabench.records.records import append, read_records
 from llamabench.reporting.runtimes import comparison_md
 from llamabench.settings.bench_tests import TestKind
 from llamabench.settings.params import Params

@@ -15,11 +15,11 @@ import re
 from pathlib import Path
 
 from llamabench.jobs.twin.build import write_twin
-from llamabench.jobs.twin.projector import write_projector
-from llamabench.jobs.twin.split import write_split
 from llamabench.world import catalog
 from tests.support.fuzz_harness import Case, Run
 from tests.support.http_server import FileServer, write_big_header
+from tests.support.twin_projector import write_projector
+from tests.support.twin_split import write_split
 
 GROUP = "3 remote reads"
 PASSWORD = "password"

@@ -11,12 +11,14 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ...core.errors import EngineError
-from ...llama import engine
+from ...llama import ggml_devices
 from ...llama import rpc as rpc_backend
 from ...llama.devices import buffer_name
 from ...memory import speed
-from ...model.layout import ModelGeometry, has_layout_rule
+from ...model.geometry import ModelGeometry
+from ...model.layout import has_layout_rule
 from ...model.metadata import ModelRef
+from ...records.bench import Measurement
 from ...settings.bench_tests import BenchTest
 from ...settings.params import Params
 from ...world import sysinfo
@@ -24,7 +26,7 @@ from ...world.bandwidth import PeakBandwidth
 from ...world.sysinfo import Machine
 from ...world.versions import Versions, these_versions
 from . import runner, serve
-from .measure import Measurement, WeightsBasis
+from .measure import WeightsBasis
 from .plan import BenchPlan
 from .runner import Event, SweepOutcome
 
@@ -54,7 +56,7 @@ def run_bench(plan: BenchPlan, *, save: Callable[[SweepBasis, Measurement], None
     for host in hosts:  # each host answers its memory query within the deadline, or the bench does not start
         rpc_backend.remote_memory(host)
     # named devices: the RPC hosts first, then this build's GPUs (llama-bench --rpc's order); none without --rpc
-    devices = tuple(buffer_name(h) for h in hosts) + tuple(engine.gpu_devices()) if hosts else ()
+    devices = tuple(buffer_name(h) for h in hosts) + tuple(ggml_devices.gpu_devices()) if hosts else ()
     if hosts and not rpc_backend.available():
         raise EngineError("--rpc needs llama.cpp's RPC backend: reinstall llama-cpp-python with "
                           "CMAKE_ARGS=-DGGML_RPC=on (make install does)")
@@ -66,7 +68,7 @@ def run_bench(plan: BenchPlan, *, save: Callable[[SweepBasis, Measurement], None
                           - len(done & {(p, t) for p in plan.configurations for t in plan.tests})})
     return runner.run_sweep(str(path), list(plan.configurations), list(plan.tests), plan.repetitions,
                             save=lambda m: save(shared, m), done=lambda p, t: (p, t) in done, on_event=on_event,
-                            rpc=(list(hosts) + list(engine.gpu_devices())) if hosts else None)
+                            rpc=(list(hosts) + list(ggml_devices.gpu_devices())) if hosts else None)
 
 
 def _run_server(plan: BenchPlan, save, measured, on_event: Event | None) -> SweepOutcome:

@@ -12,11 +12,11 @@ from typing import Callable, Iterator
 from ...core.errors import Stalled
 from ...llama.messages import Alloc, BenchJob, Fill, Measured, TestFailed, to_wire
 from ...llama.worker import run_job
+from ...records.bench import DeviceMemory, Measurement, Memory
 from ...settings.bench_tests import BenchTest
 from ...settings.params import Params
 from ...world import bandwidth, sysinfo
 from ...world.bandwidth import PeakBandwidth
-from .measure import DeviceMemory, Measurement, Memory
 
 Event = Callable[[str, dict], None]  # progress: ("cell" | "alloc" | "fill" | "measured" | "cell_done", data)
 
@@ -75,11 +75,7 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
         state: dict[str, Alloc | None] = {"alloc": None}
 
         def keep(test: BenchTest, samples_ns: tuple[int, ...] = (), reason: str | None = None) -> None:
-            alloc = state["alloc"]
-            m = Measurement(params, test, repetitions, samples_ns, reason,
-                            alloc.allocations if alloc else None, _memory(alloc) if alloc else None,
-                            alloc.model_desc if alloc else None, alloc.model_size_bytes if alloc else None,
-                            alloc.n_params if alloc else None)
+            m = _measurement(params, test, repetitions, samples_ns, reason, state["alloc"])
             reported.add(test.name)
             save(m)
             notify("measured", {"measurement": m})
@@ -100,9 +96,7 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
             child = run_job(job, on_child)
         except KeyboardInterrupt:
             return SweepOutcome(cells.skipped, interrupted=True)
-        failure = child.failure or "the child process ended before this test"
-        if child.returncode < 0 and not child.stalled:
-            failure += _died_why(params, rpc)
+        failure = _failure(child, params, rpc)
         for test in todo:
             if test.name not in reported:
                 keep(test, reason=failure)
@@ -110,6 +104,22 @@ def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], r
         if child.stalled:  # a device that stopped answering: every later configuration would wait as long
             raise Stalled(f"{failure}; the tests measured before it are kept")
     return SweepOutcome(cells.skipped)
+
+
+def _measurement(params: Params, test: BenchTest, repetitions: int, samples_ns: tuple[int, ...],
+                 reason: str | None, alloc: Alloc | None) -> Measurement:
+    """One test's result, with what its context allocated (None: the context was never created)."""
+    if alloc is None:
+        return Measurement(params=params, test=test, repetitions=repetitions, samples_ns=samples_ns, reason=reason)
+    return Measurement(params=params, test=test, repetitions=repetitions, samples_ns=samples_ns, reason=reason,
+                       allocations=alloc.allocations, memory=_memory(alloc), model_desc=alloc.model_desc,
+                       model_size_bytes=alloc.model_size_bytes, n_params=alloc.n_params)
+
+
+def _failure(child, params: Params, rpc) -> str:
+    """Why the tests a child did not report failed: its own failure, and what can kill it by a signal."""
+    failure = child.failure or "the child process ended before this test"
+    return failure + _died_why(params, rpc) if child.returncode < 0 and not child.stalled else failure
 
 
 def _died_why(params, rpc) -> str:

@@ -28,9 +28,11 @@ from ...core.errors import EngineError, LlamabenchError, UsageError
 from ...llama import serving
 from ...memory.allocations import parse_allocations
 from ...memory.speculative import spec_flags
+from ...records.bench import Measurement, ServerBench, ServerRequest
 from ...settings.bench_tests import BenchTest, TestKind
 from ...settings.params import SCHEMA, Params
-from .measure import Measurement, ServerBench, ServerRequest
+from ...settings.sweep import parse_value
+from ...settings.values import Runtime
 from .runner import Event, PendingCells, SweepOutcome
 
 WARMUP_TOKENS = 16
@@ -219,7 +221,8 @@ def run_server_sweep(model: str, configurations: list[Params], tests: list[Bench
         except (EngineError, OSError) as exc:
             for test in todo:
                 if test not in kept:
-                    keep(Measurement(params, test, repetitions, reason=str(exc)[:2000], runtime="llama-server"))
+                    keep(Measurement(params=params, test=test, repetitions=repetitions, reason=str(exc)[:2000],
+                                     runtime=Runtime.LLAMA_SERVER.value))
         notify("cell_done", {"index": index, "total": len(configurations), "params": params})
     return SweepOutcome(cells.skipped)
 
@@ -277,5 +280,22 @@ def _measure(session: Session, server: serving.Started, params: Params, test: Be
         requests += reqs
     block = ServerBench(server.command, server.url, session.concurrency, session.info.slots, tuple(requests),
                         round(fill_ms, 3) if fill_ms else None)
-    return replace(Measurement(params, test, repetitions, tuple(samples), runtime="llama-server",
+    return replace(Measurement(params=params, test=test, repetitions=repetitions, samples_ns=tuple(samples),
+                               runtime=Runtime.LLAMA_SERVER.value,
                                allocations=session.allocations), server=block)
+
+
+def server_options(runtime, server_cmd, url, server_bin, concurrency) -> ServerOptions | None:
+    """bench's llama-server options checked: None for the Llama() runtime (which takes none of them)."""
+    chosen = parse_value("runtime", runtime, listed=False) if runtime is not None else Runtime.LLAMA_CPP_PYTHON
+    given = [name for name, v in (("server_cmd", server_cmd), ("url", url), ("server_bin", server_bin),
+                                  ("concurrency", concurrency)) if v is not None]
+    if chosen is not Runtime.LLAMA_SERVER:
+        if given:
+            raise UsageError(f"{', '.join(given)}: only with runtime {Runtime.LLAMA_SERVER} (--runtime "
+                             f"{Runtime.LLAMA_SERVER})")
+        return None
+    if server_cmd and url:
+        raise UsageError("give --server-cmd (a server to start) or --url (one running), not both")
+    c = parse_value("concurrency", concurrency, listed=False) if concurrency is not None else 1
+    return ServerOptions(server_cmd or None, url or None, str(server_bin) if server_bin else None, c)

@@ -16,17 +16,21 @@ import numpy as np
 
 from ...core.errors import LlamabenchError, Stalled, UsageError
 from ...core.units import GIB, MIB
-from ...llama import engine, rpc
+from ...llama import ggml_devices, rpc
 from ...memory import speculative
 from ...memory.backends import VULKAN_RANGE_ENV, BackendRules, emulates, rules_for
+from ...memory.fit_result import FitResult
+from ...memory.placement import Placement, PlacementKind
 from ...memory.runtimes import RuntimeConfig
 from ...model.architectures import no_rule_reason
-from ...model.layout import ModelGeometry, geometry_from_metadata, has_layout_rule, measured_geometry
+from ...model.geometry import ModelGeometry
+from ...model.layout import geometry_from_metadata, has_layout_rule, measured_geometry
 from ...model.metadata import ModelMetadata
 from ...model.projector import Projector, projector_from_metadata
 from ...model.quants import imatrix_note
 from ...model.validate import check_for_llama
 from ...model.weights import WeightsBreakdown, breakdown
+from ...records.fit import FitVerification
 from ...settings.budget import Budget
 from ...settings.params import Params
 from ...world import remote as remote_reader
@@ -35,9 +39,8 @@ from ..source import ModelSource, read_any, resolve
 from ..twin.shape import published_weights
 from .options import FitRequest
 from .probe import ComputeProbe
-from .result import FitResult
-from .search import Fitter, Placement, PlacementKind
-from .verify import FitVerification, verify_fit
+from .search import Fitter
+from .verify import verify_fit
 
 
 @dataclass(frozen=True)
@@ -200,7 +203,7 @@ class _Devices:
 
 def _devices(*, n_cards: int, remote: tuple[str, ...], ram_mode: bool, emulate: bool, backend: str | None = None,
              op_offload: bool = True) -> _Devices:
-    gpu_devices = tuple(engine.gpu_devices())
+    gpu_devices = tuple(ggml_devices.gpu_devices())
     gpu_build = bool(gpu_devices)
     n_local = max(0, n_cards - len(remote))
     if n_cards > 1 and not ram_mode and not rpc.available() and n_local > len(gpu_devices):

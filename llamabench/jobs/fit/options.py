@@ -11,17 +11,19 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ...core.errors import UsageError
+from ...core.units import GIB
 from ...llama import rpc as rpc_backend
+from ...llama.worker import device_memory
 from ...memory.backends import DEFAULT_BACKEND
+from ...memory.placement import Placement, PlacementKind
 from ...memory.runtimes import RuntimeConfig, parse_runtime
 from ...settings.budget import Budget, Card
 from ...settings.cards import find_card
 from ...settings.params import SCHEMA, Params
-from ...settings.sweep import MAX_FIT_CELLS, check_plan_size, parse_value
+from ...settings.sweep import MAX_FIT_CELLS, cache_pairs, check_plan_size, parse_value
 from ...settings.values import device_positions
 from ...world import catalog
 from ..arguments import call_values
-from .search import Placement, PlacementKind
 
 FIT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_ubatch", "n_gpu_layers", "n_cpu_moe", "tensor_split",
               "split_mode", "main_gpu", "spec_type", "spec_draft_n_max", "type_k_draft", "type_v_draft", "op_offload")
@@ -73,14 +75,24 @@ class FitRequest:
         return max(len(b.devices) for b in self.machines)
 
 
-def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[], list[Budget]], vram=None,
+def gpu_budgets() -> list[Budget]:
+    """fit without --vram: on a GPU build, its GPUs' free memory now (ggml_backend_dev_memory, as llama-fit-params
+    takes it), one machine of all of them, labelled so; elsewhere the 16 and 24 GiB cards to compare."""
+    gpus = [d for d in device_memory() if d.is_local_gpu]
+    if not gpus:
+        return list(SCHEMA["vram"].default)
+    cards = tuple(Card(f"{d.name} free {d.free_bytes / GIB:.2f}GiB", d.free_bytes) for d in gpus)
+    return [Budget("+".join(c.label for c in cards), sum(c.bytes for c in cards), cards if len(cards) > 1 else ())]
+
+
+def fit_request(model: str, params: dict[str, Any], *, vram=None,
                 ram=None, cpu_only: bool = False, reserve=None, verify: bool = False, emulate: bool = False,
                 mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None,
                 remote: bool = False, runtime=None, n_seq=None, kv_unified=None, cache_ram=None, ctx_checkpoints=None,
                 rpc=None, model_draft=None, n_gpu_layers_draft=None, device_draft=None, backend=None,
                 progress=None) -> FitRequest:
-    """`lb.fit`'s arguments checked and parsed (`params`: the schema's, by name); `local_budgets` gives the
-    budgets without --vram (a GPU build's free memory)."""
+    """`lb.fit`'s arguments checked and parsed (`params`: the schema's, by name); without --vram the budgets are
+    a GPU build's free memory (`gpu_budgets`)."""
     given = {k: v for k, v in params.items()}
     for name, default in FIT_DEFAULTS.items():
         given.setdefault(name, default)
@@ -88,7 +100,7 @@ def fit_request(model: str, params: dict[str, Any], *, local_budgets: Callable[[
     if vram is not None and not isinstance(vram, str) and hasattr(vram, "__len__") and len(vram) == 0:  # vram=[]
         raise UsageError("vram: empty list: give card sizes, or leave vram out")
     budgets = (list(parse_value("vram", vram, listed=True)) if vram is not None
-               else list(SCHEMA["vram"].default) if cpu_only or emulate else local_budgets())
+               else list(SCHEMA["vram"].default) if cpu_only or emulate else gpu_budgets())
     budgets = [b for i, b in enumerate(budgets) if b.label not in {a.label for a in budgets[:i]}]  # once each
     reserve_bytes = parse_value("reserve", reserve, listed=False) if reserve is not None else SCHEMA["reserve"].default
     ram_budget = parse_value("ram", ram, listed=False) if ram is not None else None
@@ -291,17 +303,6 @@ def with_remote_hosts(budgets: list[Budget], endpoints: tuple[str, ...]) -> list
         cards = remote + b.devices
         out.append(Budget("+".join(c.label for c in cards), sum(c.bytes for c in cards), cards))
     return out
-
-
-def cache_pairs(type_k: tuple[str, ...], type_v: tuple[str, ...]) -> list[tuple[str, str]]:
-    """-ctk / -ctv lists paired as llama-bench pairs them for fit: same length, or one of them single."""
-    if len(type_k) == len(type_v):
-        return list(zip(type_k, type_v))
-    if len(type_k) == 1:
-        return [(type_k[0], v) for v in type_v]
-    if len(type_v) == 1:
-        return [(k, type_v[0]) for k in type_k]
-    raise UsageError("-ctk and -ctv lists must have the same length (they are paired), or one of them a single type")
 
 
 def remote_model(model_id: str, quant: str | None) -> str:

@@ -15,7 +15,7 @@ from typing import Callable
 
 from ...core.errors import ContextRefused, LlamabenchError
 from ...llama.devices import buffer_name
-from ...llama.engine import NO_DEVICE
+from ...llama.ggml_devices import NO_DEVICE
 from ...llama.rpc import emulated_card
 from ...llama.worker import DryRunChild
 from ...memory.allocations import HOST, Allocations
@@ -60,6 +60,20 @@ def _caches(alloc: Allocations, devices: tuple[str, ...], offloaded: bool) -> di
         return dict(caches=((kv, rec),))
     return dict(caches=tuple(split(alloc.breakdown_of(n).context) for n in names) or ((0, 0),),
                 host_caches=split(alloc.breakdown_of(HOST).context))
+
+
+def _split(settings: Params, alloc: Allocations, devices: tuple[str, ...], weights: dict) -> ComputeSplit:
+    """A dry run's compute, card and host apart (each card's where there are several), with its caches and the
+    weights each device took."""
+    total, host = alloc.compute_and_output_bytes, alloc.device(HOST).compute
+    caches = _caches(alloc, devices, settings.n_gpu_layers > 0)
+    if settings.n_gpu_layers and not alloc.card_names:
+        # no card in this build (no GPU, no RPC backend): the CPU's figure stands for the card's
+        return ComputeSplit(card=total, **caches)
+    if len(devices) > 1:
+        cards = tuple(alloc.device(buffer_name(d)).compute for d in devices)
+        return ComputeSplit(card=sum(cards), host=host, cards=cards, **weights, **caches)
+    return ComputeSplit(card=total - host, host=host, **weights, **caches)
 
 
 class ComputeProbe:
@@ -140,52 +154,60 @@ class ComputeProbe:
 
     def __call__(self, settings: Params) -> ComputeSplit:
         key = settings.replace(n_threads=0, repack=False)
-        if key not in self._memo and key not in self._refused and self._disk is not None:
-            stored = self._disk.get(key)
-            if isinstance(stored, str):
-                self._refused[key] = stored
-            elif stored is not None:
-                self._memo[key] = stored
+        self._recall(key)
         if key in self._refused:
             raise ContextRefused(self._refused[key])
         if key not in self._memo:
             devices = self.devices(max(1, len(settings.tensor_split)))
-            try:
-                alloc = self._child(self.placement_of(settings), devices).context(settings).allocations
-            except LlamabenchError as exc:
-                if self._model is not None and self._model.proc.poll() is not None:  # died: start anew next call
-                    self._model = None
-                if isinstance(exc, ContextRefused):
-                    self._refused[key] = plain_refusal(str(exc))
-                    if self._disk is not None:
-                        self._disk.put(key, self._refused[key])
-                    raise ContextRefused(self._refused[key]) from None
-                raise
+            alloc = self._allocations(settings, key, devices)
             self.calls += 1
             if self.on_dry_run is not None:
                 self.on_dry_run(settings, self.calls)
             self.backends |= set(alloc.compute_buffers_mib)
-            total, host = alloc.compute_and_output_bytes, alloc.device(HOST).compute
-            weights: dict = {}
-            if self.weights_from_backend and devices:
-                if alloc.breakdown:  # which tensors each device took: llama.cpp's choice (select_weight_buft)
-                    weights = dict(weights=tuple(alloc.breakdown_of(buffer_name(d)).model for d in devices),
-                                   host_weights=alloc.breakdown_of(HOST).model,
-                                   host_tensors=self._model.host_tensors)
-                else:
-                    self.weights_unread = self._model.breakdown_unavailable or "no breakdown read"
-            caches = _caches(alloc, devices, settings.n_gpu_layers > 0)
-            if settings.n_gpu_layers and not alloc.card_names:
-                # no card in this build (no GPU, no RPC backend): the CPU's figure stands for the card's
-                self._memo[key] = ComputeSplit(card=total, **caches)
-            elif len(devices) > 1:
-                cards = tuple(alloc.device(buffer_name(d)).compute for d in devices)
-                self._memo[key] = ComputeSplit(card=sum(cards), host=host, cards=cards, **weights, **caches)
-            else:
-                self._memo[key] = ComputeSplit(card=total - host, host=host, **weights, **caches)
+            weights = self._weights(alloc, devices)
+            self._memo[key] = _split(settings, alloc, devices, weights)
             if self._disk is not None and not weights:
                 self._disk.put(key, self._memo[key])
         return self._memo[key]
+
+    def _recall(self, key: Params) -> None:
+        """Where this dry run is on disk and not yet in memory: its answer (a split, or why llama.cpp refused the
+        context) into the memo."""
+        if key in self._memo or key in self._refused or self._disk is None:
+            return
+        stored = self._disk.get(key)
+        if isinstance(stored, str):
+            self._refused[key] = stored
+        elif stored is not None:
+            self._memo[key] = stored
+
+    def _allocations(self, settings: Params, key: Params, devices: tuple[str, ...]) -> Allocations:
+        """What llama.cpp allocates for settings over devices, from a dry run; a context it refuses is remembered
+        (and stored) as refused, and raised in plain words."""
+        try:
+            return self._child(self.placement_of(settings), devices).context(settings).allocations
+        except LlamabenchError as exc:
+            if self._model is not None and self._model.proc.poll() is not None:  # died: start anew next call
+                self._model = None
+            if isinstance(exc, ContextRefused):
+                self._refused[key] = plain_refusal(str(exc))
+                if self._disk is not None:
+                    self._disk.put(key, self._refused[key])
+                raise ContextRefused(self._refused[key]) from None
+            raise
+
+    def _weights(self, alloc: Allocations, devices: tuple[str, ...]) -> dict:
+        """The weights each device took in the dry run, as ComputeSplit's keywords, where they are read from the
+        backend; {} otherwise, or where the dry run had no breakdown (then weights_unread says why)."""
+        if not (self.weights_from_backend and devices):
+            return {}
+        if not alloc.breakdown:
+            self.weights_unread = self._model.breakdown_unavailable or "no breakdown read"
+            return {}
+        # which tensors each device took: llama.cpp's choice (select_weight_buft)
+        return dict(weights=tuple(alloc.breakdown_of(buffer_name(d)).model for d in devices),
+                    host_weights=alloc.breakdown_of(HOST).model,
+                    host_tensors=self._model.host_tensors)
 
     weights_unread: str | None = None  # why a dry run on real devices had no breakdown (no shim), where it had none
     on_dry_run: "Callable[[Params, int], None] | None" = None  # progress: each dry run llama.cpp answered

@@ -11,92 +11,25 @@ figures, from llama.cpp's dry run of the same placement over the same kind of de
 from __future__ import annotations
 
 from contextlib import ExitStack
-from dataclasses import dataclass
 
 from ...llama.devices import buffer_name, is_endpoint
-from ...llama.engine import NO_DEVICE
+from ...llama.ggml_devices import NO_DEVICE
 from ...llama.messages import Alloc, CreateJob
 from ...llama.rpc import emulated_card
 from ...llama.worker import run_job
 from ...memory.allocations import (
     HOST,
-    PARTS,
     PRINTED_TOLERANCE_BYTES,
-    Parts,
-    bytes_equal,
     compute_tolerance,
     ram_tolerance,
 )
 from ...memory.backends import emulates
+from ...memory.fit_result import FitResult
+from ...memory.placement import FitRow, recommend
 from ...memory.speculative import draft_context, uses_draft_model
+from ...records.fit import DeviceCheck, FitVerification, PlacementCheck
 from .advice import describe_placement
-from .result import FitResult
-from .search import FitRow, draft_placement, recommend
-
-
-@dataclass(frozen=True)
-class DeviceCheck:
-    """One device: the parts predicted against those llama.cpp allocated there."""
-
-    name: str
-    predicted: Parts
-    allocated: Parts
-    tolerance_bytes: int = PRINTED_TOLERANCE_BYTES
-    by_total: bool = False  # --cpu-only: only the totals are compared (file mapping pads the weights)
-    # several devices: a card's compute to allocations.compute_tolerance (llama.cpp's no_alloc projection)
-    compute_tolerance_bytes: int = PRINTED_TOLERANCE_BYTES
-
-    def part_ok(self, part: str) -> bool:
-        if self.by_total:
-            return self.ok
-        tolerance = self.compute_tolerance_bytes if part == "compute" else self.tolerance_bytes
-        return bytes_equal(getattr(self.allocated, part), getattr(self.predicted, part), tolerance)
-
-    @property
-    def ok(self) -> bool:
-        if self.by_total:
-            return bytes_equal(self.allocated.total, self.predicted.total, self.tolerance_bytes)
-        return all(self.part_ok(p) for p in PARTS)
-
-
-@dataclass(frozen=True)
-class PlacementCheck:
-    """One placement created for real."""
-
-    what: str
-    where: str
-    n_ctx: int
-    devices: tuple[DeviceCheck, ...] = ()
-    error: str | None = None
-    rss_delta: int | None = None
-    gpu_delta: int | None = None
-    fit_compute_estimate: int = 0
-    budget: int = 0  # what the card may hold after the reserve and the projector's share
-    card_total: int = 0
-    ram_mode: bool = False
-    cards_over_budget: tuple[str, ...] = ()  # several cards: those whose allocation passed their own budget
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and bool(self.devices) and all(d.ok for d in self.devices)
-
-    @property
-    def within_budget(self) -> bool:
-        return self.card_total <= self.budget and not self.cards_over_budget
-
-
-@dataclass(frozen=True)
-class FitVerification:
-    placements: tuple[PlacementCheck, ...] = ()
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and bool(self.placements) and all(p.ok for p in self.placements)
-
-    @property
-    def devices(self) -> tuple[DeviceCheck, ...]:
-        return self.placements[0].devices if self.placements else ()
+from .search import draft_placement
 
 
 def rows_to_verify(result: FitResult, given: bool) -> list[FitRow]:

@@ -8,12 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ...core.errors import UsageError
+from ...core.errors import LlamabenchError, UsageError
 from ...memory import speculative
 from ...memory.footprint import KvPoint, kv_curve
 from ...memory.inspection import Inspection, draft_footprint
 from ...memory.inspection import inspect as inspect_metadata
 from ...memory.runtimes import RuntimeConfig
+from ...records.bench import BenchRecord
+from ...records.inspect import InspectRecord
+from ...records.quality import QualityRecord
 from ...settings.params import Params
 from ...settings.sweep import params_from
 from ..arguments import call_values
@@ -72,3 +75,25 @@ def inspect_model(model: str, params: dict[str, Any], runtime=None, model_draft=
                      if config.is_server else said)
     top = max(result.geometry.n_ctx_train, result.footprint.shape.n_ctx)
     return Inspected(source, result, kv_curve(result.geometry, result.footprint.params, top))
+
+
+def inspect_record(model: str, params: dict[str, Any], runtime=None, model_draft=None) -> InspectRecord:
+    """`inspect`'s answer as its record."""
+    found = inspect_model(model, params, runtime, model_draft)
+    return InspectRecord(model=found.source.model_block(found.inspection.geometry.architecture),
+                         inspection=found.inspection, kv_curve=found.kv_curve)
+
+
+def inspection_of_run(record: BenchRecord | QualityRecord) -> InspectRecord:
+    """The inspect record a bench's or a quality run's results leave out, from the model its records name (a catalog
+    id's twin: the id; a file: its path), at the run's parameters. Metadata only: nothing runs."""
+    model = record.model.label if record.model.is_twin else (record.model.path or record.model.label)
+    p = record.params
+    try:
+        return inspect_record(model, {"n_ctx": p.n_ctx, "type_k": p.type_k, "type_v": p.type_v,
+                                      "flash_attn": p.flash_attn, "n_seq": p.n_seq, "kv_unified": p.kv_unified,
+                                      "swa_full": p.swa_full})  # the run's own context
+    except LlamabenchError as exc:
+        raise LlamabenchError(f"{record.model.label}: the results hold no inspect record, and the model they name "
+                              f"cannot be read again ({exc})",
+                              hint="run `llamabench inspect MODEL --results FILE` for this model") from None

@@ -15,12 +15,12 @@ from ...core import cache_types
 from ...core.errors import UsageError
 from ...llama.messages import QualityChunk, QualityJob, QualityStep, QualityText
 from ...llama.worker import run_job, text_tokens
+from ...records.quality import F16_BASE, QualityRow, ScoredTextRef
 from ...settings.params import Params
+from ...settings.sweep import cache_pairs
 from ...world.texts import ScoredText, read_text
 from ..arguments import call_values
-from ..fit.options import cache_pairs
 from ..source import ModelSource, resolve
-from .result import F16_BASE, QualityRow, ScoredTextRef
 
 QUALITY_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_batch", "n_ubatch", "n_threads", "repack",
                   "n_gpu_layers", "n_cpu_moe", "tensor_split", "split_mode", "main_gpu")

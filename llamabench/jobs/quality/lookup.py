@@ -4,33 +4,19 @@ A fit row with a quantized K or V cache (q8_0, q4_0...) is a lossy choice: `fit`
 at its context, the quality row of the results file (`--results`) for the same model (a `quality` run against f16
 KV). Measured at that context it is shown as it is; measured only at other contexts, the deepest one is shown and
 said to be another context (a quantized cache's error grows with the context); nowhere, the `llamabench quality`
-command that would measure it. Never a number that was not measured. Pure.
+command that would measure it. Never a number that was not measured.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
-from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 from ...core import cache_types
-from .result import F16_BASE, QualityRow, ScoredTextRef
-
-
-@dataclass(frozen=True)
-class KvQuality:
-    """One lossy KV pair of a fit at one context: its measured quality row (None: not measured) and the command."""
-
-    type_k: str
-    type_v: str
-    n_ctx: int
-    row: QualityRow | None = None
-    text: ScoredTextRef | None = None
-    command: str = ""  # the `llamabench quality` line that measures it at this context
-
-    @property
-    def at_this_context(self) -> bool:
-        return self.row is not None and self.row.n_ctx == self.n_ctx
+from ...records.quality import F16_BASE, KvQuality, QualityRecord, QualityRow, ScoredTextRef
+from ...records.records import read_records
 
 
 def lossy(type_k: str, type_v: str) -> bool:
@@ -60,3 +46,25 @@ def fit_quality(pairs: Iterable[tuple[int, str, str]], measured: Iterable[tuple[
         out.append(KvQuality(type_k, type_v, n_ctx, chosen[0] if chosen else None, chosen[1] if chosen else None,
                              quality_command(model, n_ctx, type_k, type_v, results)))
     return tuple(out)
+
+
+def weights_quality(results) -> dict[str, QualityRow]:
+    """Per model label, the newest measured quality of its weights against a base (quality --base-model), from the
+    results file (a path, or None) as it is now."""
+    if not results or not Path(results).is_file():
+        return {}
+    return {record.model.label: row for record in read_records(Path(results)).records
+            if isinstance(record, QualityRecord) for row in record.rows if row.ok and row.base != F16_BASE}
+
+
+def kv_quality_of_fit(answer, model, results) -> tuple[KvQuality, ...]:
+    """The fit's lossy KV types at their contexts, with what the results file measured of this model (newest)."""
+    source = answer.source
+    measured = []
+    if results and Path(results).is_file():
+        for record in read_records(Path(results)).records:
+            if isinstance(record, QualityRecord) and record.model.label == source.label:
+                measured += [(row, record.text) for row in record.rows]
+    pairs = [(r.settings.n_ctx, r.settings.type_k, r.settings.type_v) for r in answer.result.rows]
+    given = os.fspath(model) if source.path is not None and source.url is None else None
+    return fit_quality(pairs, measured, model=given, results=os.fspath(results) if results else None)

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from ...core.errors import UsageError
 from ...llama.worker import dry_runs
 from ...memory import speed
 from ...model.architectures import no_rule_line, no_rule_reason
 from ...model.layout import geometry_from_metadata, has_layout_rule, measured_geometry
+from ...records.bench import BenchRecord
+from ...records.records import read_records
+from ...records.roofline import RooflineRecord, RooflineRow
 from ...settings.params import Params
 from ...settings.sweep import params_from, parse_value
 from ..arguments import call_values
@@ -25,25 +28,6 @@ from .placement import PlacementSpeed, host_model, placement_speed
 from .split import SplitSpeed, split_speed
 
 ROOFLINE_PARAMS = ("n_ctx", "type_k", "type_v")
-
-# the bench records of a results file (every model's) and its warnings, one per line passed over
-BenchRecords = Callable[[Path], tuple[Sequence[Any], tuple[str, ...]]]
-
-
-@dataclass(frozen=True)
-class RooflineRow:
-    """One depth of a roofline: bytes each token reads and the t/s they allow, beside the model as full GQA."""
-
-    depth: int
-    bytes_per_token: int
-    kv_read_bytes: int
-    recurrent_bytes: int
-    tok_s: float
-    full_gqa_bytes_per_token: int | None  # None: no layout rule, so no full-GQA counterfactual
-    full_gqa_tok_s: float | None
-    measured_tok_s: float | None = None
-    split_tok_s: float | None = None  # several cards (--card A+B), or part in RAM (-ngl, -ncmoe): its decode t/s
-
 
 @dataclass(frozen=True)
 class Prediction:
@@ -57,12 +41,10 @@ class Prediction:
     split_basis: str | None = None  # several cards: the split, the cards and the link, in words
 
 
-def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, card: str | None = None,
-            bandwidth=None, tflops=None, bw_eff=None, compute_eff=None, calibrate=None, quant: str | None = None,
-            tensor_split=None, link=None, link_ms=None, n_gpu_layers=None, n_cpu_moe=None,
-            ram_bandwidth=None) -> Prediction:
-    """The rows of MODEL's roofline (`params`: the schema's, by name); `bench_records` reads the --calibrate
-    file."""
+def predict(model: str, params: dict[str, Any], *, card: str | None = None, bandwidth=None, tflops=None,
+            bw_eff=None, compute_eff=None, calibrate=None, quant: str | None = None, tensor_split=None, link=None,
+            link_ms=None, n_gpu_layers=None, n_cpu_moe=None, ram_bandwidth=None) -> Prediction:
+    """The rows of MODEL's roofline (`params`: the schema's, by name)."""
     values = call_values(params, ROOFLINE_PARAMS)
     if values["n_ctx"] == 0:
         raise UsageError("n_ctx 0: give the deepest depth")
@@ -81,15 +63,10 @@ def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, 
     if calibrate:
         if not Path(calibrate).is_file():
             raise UsageError(f"{calibrate}: no such results file to calibrate on")
-        model_, measured, offset = calibrated(Path(calibrate), bench_records, source, geometry, p, active)
+        model_, measured, offset = calibrated(Path(calibrate), source, geometry, p, active)
     elif card:
-        eff = {k: parse_value(n, v, listed=False) for k, n, v in (("bandwidth_efficiency", "bw_eff", bw_eff),
-                                                                  ("compute_efficiency", "compute_eff", compute_eff))
-               if v is not None}
-        cards = [speed.card(c.strip()) for c in str(card).split("+")]
-        model_ = speed.model_for_card(cards[0], **eff)
-        if len(cards) > 1:
-            split = split_speed(meta, geometry, p, cards, eff, scale, tensor_split, link, link_ms)
+        model_, split = card_model(card, bw_eff, compute_eff, lambda cards, eff: split_speed(
+            meta, geometry, p, cards, eff, scale, tensor_split, link, link_ms))
     elif bandwidth:
         model_ = bandwidth_model(bandwidth, tflops, bw_eff, compute_eff)
     else:
@@ -100,9 +77,7 @@ def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, 
         if split is not None or calibrate:
             raise UsageError("-ngl and --n-cpu-moe price one card beside system RAM: give one --card or --bandwidth")
         split = placement_speed(meta, geometry, p, model_, host_model(ram_bandwidth, bw_eff), scale,
-                                parse_value("n_gpu_layers", n_gpu_layers, listed=False)
-                                if n_gpu_layers is not None else None,
-                                parse_value("n_cpu_moe", n_cpu_moe, listed=False) if n_cpu_moe is not None else None)
+                                _placed("n_gpu_layers", n_gpu_layers), _placed("n_cpu_moe", n_cpu_moe))
     elif ram_bandwidth:
         raise UsageError("--ram-bandwidth prices the part in system RAM: give -ngl or --n-cpu-moe with it")
     if not ruled:
@@ -111,6 +86,26 @@ def predict(model: str, params: dict[str, Any], *, bench_records: BenchRecords, 
                           measured_rows(caches, active, model_), None)
     return Prediction(source, geometry.architecture, p, model_, active, weights_basis,
                       rows(geometry, p, active, model_, measured, offset, split), split.basis if split else None)
+
+
+def roofline_record(found: Prediction) -> RooflineRecord:
+    """`roofline`'s answer as its record."""
+    return RooflineRecord(model=found.source.model_block(found.architecture), params=found.params,
+                          speed_model=found.speed_model, weights_read_per_token=found.weights_read_per_token,
+                          weights_basis=found.weights_basis, rows=found.rows, split_basis=found.split_basis)
+
+
+def _placed(name: str, value) -> int | None:
+    return parse_value(name, value, listed=False) if value is not None else None
+
+
+def card_model(card: str, bw_eff, compute_eff, split_of: Callable) -> tuple[speed.SpeedModel, SplitSpeed | None]:
+    """The speed model of the first named card (--card A+B: `split_of(cards, efficiencies)` prices the split)."""
+    eff = {k: parse_value(n, v, listed=False) for k, n, v in (("bandwidth_efficiency", "bw_eff", bw_eff),
+                                                              ("compute_efficiency", "compute_eff", compute_eff))
+           if v is not None}
+    cards = [speed.card(c.strip()) for c in str(card).split("+")]
+    return speed.model_for_card(cards[0], **eff), split_of(cards, eff) if len(cards) > 1 else None
 
 
 def depths_of(p: Params, measured: dict[int, float]) -> list[int]:
@@ -173,10 +168,11 @@ def weights_source(source: ModelSource, quant: str | None):
     return twin.meta, twin.basis, speed.WeightsScale(twin.scale, twin.by_bytes)
 
 
-def calibrated(path: Path, bench_records: BenchRecords, source: ModelSource, geometry, p: Params, active: int):
+def calibrated(path: Path, source: ModelSource, geometry, p: Params, active: int):
     """The speed model of two measured depths of this model (the group with the most), the measured t/s by
     depth, and the offset of a tg test's middle token."""
-    records, warnings = bench_records(path)
+    read = read_records(path)
+    records, warnings = [r for r in read.records if isinstance(r, BenchRecord)], read.warnings
     records = [r for r in records if r.model.label == source.label]
     groups = [g for g in speed.tg_groups(records) if len(g) >= 2]
     if not groups:

@@ -15,7 +15,8 @@ from typing import Callable
 
 from ...core.errors import UnsupportedArchitecture
 from ...llama.worker import dry_runs
-from ...model.layout import ModelGeometry, geometry_from_metadata
+from ...model.geometry import ModelGeometry
+from ...model.layout import geometry_from_metadata
 from ...model.metadata import ModelMetadata
 from ...settings.params import Params
 from .generic import write_generic_twin

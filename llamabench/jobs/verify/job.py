@@ -18,6 +18,7 @@ from ...memory.inspection import inspect as inspect_metadata
 from ...memory.verification import Check, MatrixCell, MatrixResult, compare, describe, matrix_params
 from ...model.architectures import no_rule_line, no_rule_reason
 from ...model.layout import has_layout_rule
+from ...records.inspect import VerifyRecord
 from ...settings.params import Params
 from ..inspect.job import draft_argument, runtime_params
 from ..source import ModelSource, resolve
@@ -93,3 +94,11 @@ def exactness_matrix(model: str) -> MatrixResult:
         out.append(MatrixCell(p, tuple(f"{describe(p)}: {c.mismatch()}" for c in checks if not c.ok)))
     st = os.stat(path)
     return MatrixResult(model, path, st.st_size, st.st_blocks * 512, time.perf_counter() - start, tuple(out))
+
+
+def verify_record(model: str, params: dict[str, Any], runtime=None, model_draft=None) -> VerifyRecord:
+    """`verify`'s answer as its record."""
+    found = verify_model(model, params, runtime, model_draft)
+    return VerifyRecord(model=found.source.model_block(found.architecture, loaded=found.gguf), params=found.params,
+                        footprint=found.footprint, allocations=found.allocations, checks=found.checks,
+                        gguf=found.gguf, context_warning=found.context_warning, no_rule=found.no_rule)

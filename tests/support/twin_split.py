@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFReader, GGUFValueType, GGUFWriter, Keys
 
-from ...model.split_name import split_path
+from llamabench.model.split_name import split_path
 
 
 def write_split(source: Path, out_dir: Path, n_parts: int) -> list[Path]:

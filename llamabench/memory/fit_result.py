@@ -1,12 +1,12 @@
-"""The answer of one fit run, as data: every evaluated row, the budgets and contexts asked for."""
+"""The answer of one fit run, as data: every evaluated row, the budgets and contexts asked for. Pure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...memory.runtimes import Runtime, RuntimeConfig
-from ...settings.budget import Budget
-from .search import FitRow, recommend
+from ..settings.budget import Budget
+from .placement import FitRow, recommend
+from .runtimes import Runtime, RuntimeConfig
 
 
 @dataclass(frozen=True)

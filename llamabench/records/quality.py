@@ -1,11 +1,16 @@
-"""The rows of a quality run: one lossy choice at one context against its base, measured or why not."""
+"""The record of `quality`: what lossy choices cost, as llama-perplexity --kl-divergence measures it, row by row;
+and the quality a fit shows beside its lossy KV types."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
-from ...core import cache_types
-from ...memory.divergence import QualityStats
+from ..core import cache_types
+from ..memory.divergence import QualityStats
+from ..model.metadata import ModelRef
+from ..settings.params import Params
+from .record import Record, RecordKind
 
 F16_BASE = "f16 KV"  # the base of a KV choice: the same model with an f16 cache
 
@@ -68,3 +73,42 @@ class QualityRow:
         """The choice in words: `q8_0/q8_0 KV`, or `weights` against another model."""
         return f"{self.type_k}/{self.type_v} KV" if self.base == F16_BASE else (
             "weights" + ("" if (self.type_k, self.type_v) == ("f16", "f16") else f", {self.type_k}/{self.type_v} KV"))
+
+
+@dataclass(frozen=True)
+class KvQuality:
+    """One lossy KV pair of a fit at one context: its measured quality row (None: not measured) and the command."""
+
+    type_k: str
+    type_v: str
+    n_ctx: int
+    row: QualityRow | None = None
+    text: ScoredTextRef | None = None
+    command: str = ""  # the `llamabench quality` line that measures it at this context
+
+    @property
+    def at_this_context(self) -> bool:
+        return self.row is not None and self.row.n_ctx == self.n_ctx
+
+@dataclass(frozen=True, kw_only=True)
+class QualityRecord(Record):
+    """What lossy choices cost in quality at one or more contexts, as llama-perplexity --kl-divergence measures it
+    (`quality`): each row one choice against its base (f16 KV, or `base_model`'s weights), on `text`."""
+
+    params: Params  # the settings every context was made with (n_ctx and the KV types are the rows')
+    text: ScoredTextRef
+    rows: tuple[QualityRow, ...] = ()
+    base_model: ModelRef | None = None
+    chunks_asked: int | None = None
+    rows_per_decode: int = 0  # scored rows per decode call (the logits of every context bounded)
+    context_warning: str | None = None
+    interrupted: bool = False  # Ctrl-C: the rows hold the chunks finished before it
+    kind: ClassVar[RecordKind] = RecordKind.QUALITY
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.rows) and all(r.ok and r.reason is None for r in self.rows)
+
+    def summary(self) -> dict:
+        return {"rows": [{"n_ctx": r.n_ctx, "choice": r.label, "kld_mean": r.kld_mean, "ppl_ratio": r.ppl_ratio,
+                          "same_top_p": r.same_top_p} for r in self.rows]}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .writer import TensorSpec, write_gguf
+from llamabench.jobs.twin.writer import TensorSpec, write_gguf
 
 GEMMA3_VISION = {"image_size": 896, "patch_size": 14, "embedding_length": 1152, "feed_forward_length": 4304,
                  "block_count": 27, "attention.head_count": 16}

@@ -18,11 +18,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import EngineError
-from ..memory.allocations import Allocations, parse_allocations
-from ..world.versions import LLAMA_CPP_PYTHON_VERSION
-from .process import stop_group
-from .rpc import accepts, free_port
+from llamabench.core.errors import EngineError
+from llamabench.llama.process import stop_group
+from llamabench.llama.rpc import accepts, free_port
+from llamabench.memory.allocations import Allocations, parse_allocations
+from llamabench.world.versions import LLAMA_CPP_PYTHON_VERSION
 
 TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS"
 VULKAN_TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS_VULKAN"

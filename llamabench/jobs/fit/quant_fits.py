@@ -1,0 +1,106 @@
+"""`fit -hf OWNER/REPO --quant all`'s answer: every quant fitted from its header, each said in lines, and the largest
+file that fits."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from ...core import serial
+from ...core.errors import LlamabenchError
+from ...records.fit import FitRecord
+from ...records.quality import QualityRow
+from ...runtimes.registry import run_line
+from .advice import describe_placement
+from .quants import QuantLine, ReadQuant, RepoQuants
+
+
+@dataclass(frozen=True)
+class QuantFit:
+    """One quant of a repository: its file, size and bits per weight, and its whole fit answer (None: its header
+    could not be read, `error` says why)."""
+
+    quant: str
+    file: str
+    model: str  # hf://OWNER/REPO/FILE
+    size_bytes: int
+    n_params: int
+    record: FitRecord | None = None
+    error: str | None = None
+    quality: QualityRow | None = None  # the weights' KLD against a base, where the results file measured it
+
+    @property
+    def bits_per_weight(self) -> float | None:
+        return self.size_bytes * 8 / self.n_params if self.n_params and self.size_bytes else None
+
+    def lines(self) -> tuple[QuantLine, ...]:
+        """The answer at each budget and context (without speculative decoding)."""
+        if self.record is None:
+            return ()
+        result = self.record.fit
+        out = []
+        for budget in result.budgets:
+            for n_ctx in result.contexts:
+                rows = result.rows_for(budget.label, n_ctx)
+                if not rows:
+                    continue
+                best = result.recommended(budget.label, n_ctx)
+                row = best or min(rows, key=lambda r: r.short_by)
+                out.append(QuantLine(budget.label, n_ctx, f"{row.settings.type_k}/{row.settings.type_v}",
+                                     describe_placement(row.placement, result.n_layer_all), best is not None,
+                                     0 if best else row.short_by, max(r.max_n_ctx for r in rows),
+                                     run_line(result, best) if best else ""))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class QuantFits:
+    """`fit -hf OWNER/REPO --quant all`: every quant asked, fitted from its header, and the largest that fits."""
+
+    repo: str
+    quants: tuple[QuantFit, ...]
+    bytes_read: int = 0
+    seconds: float = 0.0
+
+    def best(self, budget: str | None = None, n_ctx: int | None = None) -> tuple[QuantFit, QuantLine] | None:
+        """The largest file that fits the (first) budget and context with some KV type."""
+        fitting = [(q, line) for q in self.quants for line in q.lines() if line.fits
+                   and (budget is None or line.budget == budget) and (n_ctx is None or line.n_ctx == n_ctx)]
+        first = fitting[0][1] if fitting else None
+        if budget is None and first is not None:  # the first budget and context of the answer
+            fitting = [(q, line) for q, line in fitting if (line.budget, line.n_ctx) == (first.budget, first.n_ctx)]
+        return max(fitting, key=lambda pair: pair[0].size_bytes, default=None)
+
+    def to_dict(self) -> dict:
+        best = self.best()
+        quants = [{"quant": q.quant, "file": q.file, "model": q.model, "size_bytes": q.size_bytes,
+                   "bits_per_weight": q.bits_per_weight, "error": q.error,
+                   "quality": serial.to_dict(q.quality) if q.quality else None,
+                   "fit": q.record.to_dict() if q.record else None} for q in self.quants]
+        return {"repo": self.repo, "bytes_read": self.bytes_read, "seconds": self.seconds, "quants": quants,
+                "summary": {"best": {"quant": best[0].quant, "budget": best[1].budget, "n_ctx": best[1].n_ctx,
+                                     "command": best[1].command} if best else None}}
+
+
+def fit_each(found: RepoQuants, read: list[ReadQuant], measured: dict[str, QualityRow], *,
+             fit_one: Callable, keep: Callable[[FitRecord], FitRecord]) -> tuple[QuantFit, ...]:
+    """Each quant whose header was read, fitted (`fit_one(url, source)`) and kept (`keep`: saved where asked);
+    one that cannot be read or fitted carries its error, and the others still answer."""
+    quants = []
+    for r in read:
+        url = found.url(r.quant)
+        if r.source is None:
+            quants.append(QuantFit(r.quant.tag, r.quant.file, url, r.quant.size_bytes, 0, error=r.error))
+            continue
+        meta = r.source.metadata
+        size = r.quant.size_bytes or meta.file_bytes
+        n_params = sum(math.prod(t.shape) for t in meta.tensors)
+        try:
+            record = fit_one(url, r.source)
+        except LlamabenchError as exc:
+            quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, error=str(exc)))
+            continue
+        quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, keep(record),
+                               quality=measured.get(r.source.label)))
+    return tuple(quants)
