@@ -97,7 +97,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
         mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None, remote: bool = False,
         results: PathLike | None = None, runtime=None, n_seq=None, kv_unified=None, cache_ram=None,
         ctx_checkpoints=None, rpc=None, model_draft=None, n_gpu_layers_draft=None, device_draft=None,
-        backend=None, progress=None, _source=None, **params) -> FitRecord:
+        backend=None, unified: bool = False, wired_limit=None, progress=None, _source=None, **params) -> FitRecord:
     """Does n_ctx fit on the card(s) beside the weights, with which KV type and placement, in the context the
     runtime creates (`runtime`: llama-server, the default, or llama-cpp-python); `ram=` checks the host
     part; `verify=True` creates the answer for real (on the GPU, or an emulated card) and compares device by
@@ -109,7 +109,10 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     llama-server's speculative decoding too, the draft on the target's cards or `device_draft="CUDA1"` ("none");
     `progress` (a callable taking a line) is told of each llama.cpp dry run the searches make. A card sized without
     it (an emulated card) answers as `backend` does ("cuda", "vulkan", "metal", "rocm"; "cpu": as it is): default
-    what a named card runs, else CUDA; `op_offload=False` sizes llama-server's --no-op-offload."""
+    what a named card runs, else CUDA; `op_offload=False` sizes llama-server's --no-op-offload. A unified machine
+    (`vram="apple-m4-pro-24gb"`, or `vram="24GB", unified=True`) is one pool: the device's buffers within its ceiling
+    (Metal's working set; `wired_limit` MiB as iogpu.wired_limit_mb sets it), everything within the RAM less
+    `reserve` for the OS (default 4 GiB)."""
     request = fit_request(model_argument(model), params, vram=vram, ram=ram,
                           cpu_only=flag("cpu_only", cpu_only), reserve=reserve, verify=flag("verify", verify),
                           emulate=flag("emulate", emulate), mmproj=mmproj,
@@ -117,7 +120,8 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
                           remote=flag("remote", remote), runtime=runtime,
                           n_seq=n_seq, kv_unified=kv_unified, cache_ram=cache_ram, ctx_checkpoints=ctx_checkpoints,
                           rpc=rpc, model_draft=model_draft, n_gpu_layers_draft=n_gpu_layers_draft,
-                          device_draft=device_draft, backend=backend, progress=progress)
+                          device_draft=device_draft, backend=backend, unified=flag("unified", unified),
+                          wired_limit=wired_limit, progress=progress)
     if _source is None and quant is not None and wants_sweep(model_argument(model), quant):
         raise UsageError(f"--quant {quant} on a repository: lb.fit_quants({model!r}, quant={quant!r}) fits each "
                          "quant (the command: fit -hf OWNER/REPO --quant ...)")

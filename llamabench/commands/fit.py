@@ -30,6 +30,8 @@ EXAMPLES = """examples:
   llamabench fit model.gguf --rpc 192.168.1.20:50052 --vram 12GiB  # a second PC's ggml-rpc-server in front
   llamabench fit qwen3-30b-a3b --vram rx-7900-xtx --n-cpu-moe 24    # sized as its Vulkan build (--backend)
   llamabench fit model.gguf -ngl 20 --no-op-offload                # a prompt's batch not run on the card
+  llamabench fit qwen3-30b-a3b --vram apple-m4-pro-24gb             # a Mac: one pool, its working set within it
+  llamabench fit model.gguf --vram 36GB --unified --wired-limit 30000  # an unnamed Mac, iogpu.wired_limit_mb raised
 The context sized is the one the printed command creates: llama-server by default (4 slots on one
 unified KV stream, its prompt cache and checkpoints in RAM), or Llama() with --runtime llama-cpp-python.
 --verify creates the answer for real: on a GPU build on the card; without one (or with --emulate) on an

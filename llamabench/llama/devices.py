@@ -45,6 +45,7 @@ class Device:
     free_bytes: int
     total_bytes: int
     is_gpu: bool  # ggml's device type GPU or IGPU (an RPC server's device says GPU too)
+    unified: bool = False  # it shares the system RAM: ggml's type IGPU (Vulkan uma, CUDA on GB10), or Metal
 
     @property
     def is_rpc(self) -> bool:

@@ -17,6 +17,9 @@ from .devices import Device, is_endpoint, is_rpc_name
 GGML_BACKEND_DEVICE_TYPE_CPU = 0  # ggml-backend.h: CPU 0, GPU 1, IGPU 2, ACCEL 3
 GGML_BACKEND_DEVICE_TYPE_GPU = 1
 GGML_BACKEND_DEVICE_TYPE_IGPU = 2
+# ggml-metal.cpp: GGML_METAL_NAME "MTL" (MTL0); older builds named it Metal. Apple silicon shares its RAM (Metal
+# reports type GPU: ggml-metal.cpp:683; its has_unified_memory, ggml-metal-device.m:1137)
+METAL_NAMES = ("MTL", "Metal")
 
 
 def _ggml():
@@ -70,10 +73,12 @@ def device_memory() -> list[Device]:
             continue
         free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
         lib.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
-        out.append(Device(name=lib.ggml_backend_dev_name(dev).decode("utf-8", errors="replace"),
+        name = lib.ggml_backend_dev_name(dev).decode("utf-8", errors="replace")
+        out.append(Device(name=name,
                           description=(lib.ggml_backend_dev_description(dev) or b"").decode("utf-8", errors="replace"),
                           free_bytes=int(free.value), total_bytes=int(total.value),
-                          is_gpu=kind in (GGML_BACKEND_DEVICE_TYPE_GPU, GGML_BACKEND_DEVICE_TYPE_IGPU)))
+                          is_gpu=kind in (GGML_BACKEND_DEVICE_TYPE_GPU, GGML_BACKEND_DEVICE_TYPE_IGPU),
+                          unified=kind == GGML_BACKEND_DEVICE_TYPE_IGPU or name.startswith(METAL_NAMES)))
     return out
 
 

@@ -104,9 +104,18 @@ def is_host_buffer(buffer_name: str) -> bool:
     return buffer_name.startswith("CPU") or buffer_name == "AMX" or buffer_name.endswith("_Host")
 
 
+MAPPED = "_Mapped"  # a device's buffer over the mapped file (Metal: MTL0_Mapped), as llama.cpp names it
+
+
+def device_name(buffer_name: str) -> str:
+    """The device a buffer is on: MTL0_Mapped (Metal's buffer over the mapped file) is on MTL0."""
+    return buffer_name.removesuffix(MAPPED) if not is_host_buffer(buffer_name) else buffer_name
+
+
 def on_device(name: str):
-    """Which buffer names belong to one card (its own name), or to system RAM (`HOST`: every host buffer)."""
-    return is_host_buffer if name == HOST else (lambda buffer: buffer == name)
+    """Which buffer names belong to one card (its own name, and its mapped file's buffer), or to system RAM
+    (`HOST`: every host buffer)."""
+    return is_host_buffer if name == HOST else (lambda buffer: device_name(buffer) == name)
 
 
 @dataclass(frozen=True)
@@ -165,8 +174,8 @@ class Allocations:
     @property
     def card_names(self) -> tuple[str, ...]:
         """The devices other than system RAM that hold a buffer, in the order llama.cpp printed them."""
-        names = [k for d in (self.model_buffers_mib, self.kv_buffers_mib, self.rs_buffers_mib,
-                             self.compute_buffers_mib) for k in d if not is_host_buffer(k)]
+        names = [device_name(k) for d in (self.model_buffers_mib, self.kv_buffers_mib, self.rs_buffers_mib,
+                                          self.compute_buffers_mib) for k in d if not is_host_buffer(k)]
         return tuple(dict.fromkeys(names))
 
     @property

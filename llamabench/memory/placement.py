@@ -135,6 +135,12 @@ class FitRow:
     ram_mode: bool = False  # --cpu-only: the budget is system RAM and holds parts and host alike
     devices: tuple[CardParts, ...] = ()  # each card's parts, in device order (`parts` is their sum); () with --cpu-only
     ram_read_bytes: int = 0  # weights a decoded token reads from system RAM (WeightsBreakdown.host_read_per_token)
+    # a unified machine (budget.pool): the device's, the host's and the mapped weights in its one RAM, each page once
+    pool_bytes: int = 0
+
+    @property
+    def pooled(self) -> bool:
+        return self.budget.pool is not None
 
     @property
     def multi(self) -> bool:
@@ -159,8 +165,13 @@ class FitRow:
         return self.card_total <= self.budget.bytes
 
     @property
+    def ram_total(self) -> int:
+        """What the RAM check weighs: the whole pool on a unified machine, else the host's part."""
+        return self.pool_bytes if self.pooled else self.host.total
+
+    @property
     def ram_fits(self) -> bool:
-        return self.ram_mode or self.ram is None or self.host.total <= self.ram.bytes
+        return self.ram_mode or self.ram is None or self.ram_total <= self.ram.bytes
 
     @property
     def fits(self) -> bool:
@@ -175,7 +186,7 @@ class FitRow:
 
     @property
     def ram_short_by(self) -> int:
-        return 0 if self.ram_fits else self.host.total - self.ram.bytes
+        return 0 if self.ram_fits else self.ram_total - self.ram.bytes
 
 
 # System RAM is about a tenth of a card's bandwidth: a row that reads more weights from it per token than the row

@@ -135,15 +135,47 @@ class WeightsBreakdown:
             return None
         return self._span(name in host_tensors for name in self.tensor_names)
 
-    def _span(self, on_host) -> int:
-        """Per file of a split set, first to end of last of the tensors kept on the host (`on_host`: one flag per
-        tensor of tensor_spans), the tensors in between included: llama_model_loader::get_mapping_range."""
+    def card_mapped(self, *, n_gpu_layers: int, n_cpu_moe: int = 0) -> int | None:
+        """Metal's model buffer where it maps the file (buffer_from_host_ptr): per file of a split set, the span
+        from the first to the end of the last tensor on the card, the tensors in between included
+        (llama_model_loader::get_mapping_range); a tied output maps token_embd's bytes on the output layer's
+        device. None where the offsets are not known."""
+        if len(self.tensor_names) != len(self.tensor_spans) or not any(span[2] for span in self.tensor_spans):
+            return None
+        return self._span(self._card_flags(n_gpu_layers, n_cpu_moe))
+
+    def mapped_union(self, *, n_gpu_layers: int, n_cpu_moe: int = 0) -> int | None:
+        """The file's pages the card's span and the host's span map together, each page once (what they hold of
+        the RAM). None where the offsets are not known."""
+        if len(self.tensor_names) != len(self.tensor_spans) or not any(span[2] for span in self.tensor_spans):
+            return None
+        card = self._intervals(self._card_flags(n_gpu_layers, n_cpu_moe))
+        host = self._intervals(not self._on_card(il, cls, n_gpu_layers, n_cpu_moe) for il, cls, *_ in self.tensor_spans)
+        total = 0
+        for part in set(card) | set(host):
+            spans = sorted(x for x in (card.get(part), host.get(part)) if x)
+            if len(spans) == 2 and spans[1][0] <= spans[0][1]:  # overlapping: one interval
+                spans = [(spans[0][0], max(spans[0][1], spans[1][1]))]
+            total += sum(b - a for a, b in spans)
+        return total
+
+    def _card_flags(self, n_gpu_layers: int, n_cpu_moe: int) -> list[bool]:
+        tied = self.tied_output_bytes and self._on_card(None, "output", n_gpu_layers, n_cpu_moe)
+        return [self._on_card(il, cls, n_gpu_layers, n_cpu_moe) or bool(tied and name == "token_embd.weight")
+                for (il, cls, *_), name in zip(self.tensor_spans, self.tensor_names)]
+
+    def _intervals(self, flags) -> dict[int, tuple[int, int]]:
         spans: dict[int, tuple[int, int]] = {}
-        for kept, (_, _, off, n, part) in zip(on_host, self.tensor_spans):
+        for kept, (_, _, off, n, part) in zip(flags, self.tensor_spans):
             if kept:
                 first, last = spans.get(part, (off, off + n))
                 spans[part] = (min(first, off), max(last, off + n))
-        return sum(last - first for first, last in spans.values())
+        return spans
+
+    def _span(self, on_host) -> int:
+        """Per file of a split set, first to end of last of the tensors kept on the host (`on_host`: one flag per
+        tensor of tensor_spans), the tensors in between included: llama_model_loader::get_mapping_range."""
+        return sum(last - first for first, last in self._intervals(on_host).values())
 
     def has_experts(self) -> bool:
         return self.class_bytes("routed_experts") > 0

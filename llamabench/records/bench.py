@@ -16,6 +16,7 @@ from ..llama.devices import without_endpoint
 from ..memory import speed
 from ..memory.allocations import PRINTED_TOLERANCE_BYTES, Allocations, bytes_equal, printed_equal
 from ..memory.footprint import Footprint, pad
+from ..memory.unified import UnifiedMemory
 from ..settings.bench_tests import BenchTest
 from ..settings.params import Params
 from ..settings.values import Runtime
@@ -43,6 +44,7 @@ class Memory:
     gpu_used_after_bytes: int | None = None
     gpu_note: str | None = None  # why there is no NVML figure
     devices: tuple[DeviceMemory, ...] = ()  # every non-CPU device llama.cpp sees, in its order
+    pool: UnifiedMemory | None = None  # a unified device (a Mac, an iGPU, GB10): its buffers and the host's, one RAM
 
     @property
     def rss_delta_bytes(self) -> int:

@@ -9,6 +9,7 @@ from typing import ClassVar
 from ..core import serial
 from ..memory.allocations import PARTS, PRINTED_TOLERANCE_BYTES, Parts, bytes_equal
 from ..memory.fit_result import FitResult
+from ..memory.unified import UnifiedMemory
 from ..runtimes.registry import run_line
 from ..settings.params import Params
 from .quality import KvQuality
@@ -56,6 +57,7 @@ class PlacementCheck:
     card_total: int = 0
     ram_mode: bool = False
     cards_over_budget: tuple[str, ...] = ()  # several cards: those whose allocation passed their own budget
+    pool: UnifiedMemory | None = None  # a unified machine: the allocation against its ceiling and its RAM
 
     @property
     def ok(self) -> bool:
@@ -63,7 +65,8 @@ class PlacementCheck:
 
     @property
     def within_budget(self) -> bool:
-        return self.card_total <= self.budget and not self.cards_over_budget
+        within_pool = self.pool is None or self.pool.within_ram
+        return self.card_total <= self.budget and not self.cards_over_budget and within_pool
 
 
 @dataclass(frozen=True)

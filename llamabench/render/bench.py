@@ -114,6 +114,23 @@ def memory_table(records: list[BenchRecord], fmt: str) -> str:
     return table(seen.values(), FIELDS, fmt, view_name="memory")
 
 
+def pool_lines(records: list[BenchRecord]) -> list[str]:
+    """A unified device's pool, once per configuration: its buffers against its own ceiling, and with the host's
+    against the machine's RAM (measured: llama.cpp's allocation log, ggml_backend_dev_memory, psutil)."""
+    seen: dict[tuple, str] = {}
+    for r in records:
+        pool = r.memory.pool if r.memory else None
+        if pool is None:
+            continue
+        gib = lambda n: f"{n / 2**30:.2f}"  # noqa: E731
+        seen.setdefault((r.params, r.series), (
+            f"unified memory, {r.params.n_ctx:,} context: {pool.device} {gib(pool.device_bytes)} GiB of its ceiling "
+            f"{gib(pool.ceiling_bytes)} ({'within' if pool.within_ceiling else 'PAST it'}); with the host's "
+            f"{gib(pool.host_bytes)} GiB, {gib(pool.pool_bytes)} of {gib(pool.ram_bytes)} GiB of RAM"
+            + ("" if pool.within_ram else " (PAST the RAM)")))
+    return list(seen.values())
+
+
 def render(records: list[BenchRecord], fmt: str) -> str:
     """`bench -o FORMAT`: text and md give both tables, csv every field of every record."""
     if fmt == "csv":
@@ -125,4 +142,4 @@ def render(records: list[BenchRecord], fmt: str) -> str:
     return (speed_table(records, fmt) + "\n\nt/s: mean ± sample standard deviation over the repetitions (measured)."
             + server + "\n\n"
             + memory_table(records, fmt) + "\n\ntheory: computed from the GGUF; llama.cpp: its allocation log lines "
-            "(measured).")
+            "(measured)." + "".join(f"\n{line}" for line in pool_lines(records)))

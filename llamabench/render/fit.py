@@ -35,7 +35,8 @@ def fits_text(row: FitRow) -> str:
         worst = max(range(len(row.devices)), key=lambda i: row.devices[i].short_by)
         return f"no (c{worst} {_short(row.devices[worst].short_by)})"
     if not row.card_fits:
-        return f"no ({_short(row.short_by)})"
+        limit = f"{row.budget.pool.ceiling_name} " if row.pooled else ""
+        return f"no ({limit}{_short(row.short_by)})"
     return f"RAM no ({_short(row.ram_short_by)})"
 
 
@@ -125,6 +126,23 @@ def _rows_table(result: FitResult, rows: list[FitRow], fmt: str) -> str:
     return table(rows, row_fields(result, projector=any(r.parts.projector for r in rows)), fmt)
 
 
+def pool_line(row: FitRow, server: bool = True) -> str:
+    """A unified machine's one pool in words: the device's buffers and the host's (the file's pages once) against
+    the RAM less the OS's share, beside the device's own ceiling."""
+    pool = row.budget.pool
+    shared = row.parts.total - row.parts.reserve + row.host.total - row.pool_bytes
+    line = (f"   unified memory: device {_gib(row.card_total)} GiB of its {pool.ceiling_name} {_gib(row.budget.bytes)} "
+            f"({'fits' if row.card_fits else 'does NOT fit'}); device + host "
+            + (f"- {_gib(shared)} GiB of the file mapped twice " if shared else "")
+            + f"= {_gib(row.pool_bytes)} GiB, the prompt cache and checkpoints at their bounds, of {row.ram.label} "
+            f"({_gib(row.ram.bytes)} GiB): ")
+    if row.ram_fits:
+        return line + "fits"
+    advice = RAM_FLAGS if server else RAM_ADVICE_LLAMA
+    return (line + f"does NOT fit (short {_short(row.ram_short_by).lstrip('-')}); experts or layers \"in RAM\" do not "
+            f"free the pool: shrink it with {advice}, a smaller n_ctx or a smaller quant")
+
+
 def host_line(row: FitRow, server: bool = True, machine_ram: int = 0) -> str:
     """The host part in words: what llama.cpp puts in system RAM at start, and what the runtime grows
     (with --cpu-only everything: the card's parts are system RAM too); a warning where either passes the RAM of
@@ -193,20 +211,30 @@ def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
     if best:
         return [f"-> fits with {best.settings.type_k}/{best.settings.type_v} KV, "
                 f"{describe_placement(best.placement, result.n_layer_all)}:",
-                f"   {run_line(result, best)}", host_line(best, result.runtime.is_server, result.machine_ram),
-                *_speed_line(result, rows, best)]
+                f"   {run_line(result, best)}", *_ram_lines(result, best), *_speed_line(result, rows, best)]
     card_ok = [r for r in rows if r.card_fits]
     if card_ok:  # the row that would be recommended if the RAM were not checked
         best_on_card = recommend([replace(r, ram=None) for r in card_ok])
         row = next(r for r in card_ok if replace(r, ram=None) == best_on_card)
-        return [f"-> fits the card with {row.settings.type_k}/{row.settings.type_v} KV, "
-                f"{describe_placement(row.placement, result.n_layer_all)}, but not the system RAM:",
-                f"   {run_line(result, row)}", host_line(row, result.runtime.is_server, result.machine_ram)]
+        card = f"the {row.budget.pool.ceiling_name}" if row.pooled else "the card"
+        ram = "the RAM of the pool" if row.pooled else "the system RAM"
+        return [f"-> fits {card} with {row.settings.type_k}/{row.settings.type_v} KV, "
+                f"{describe_placement(row.placement, result.n_layer_all)}, but not {ram}:",
+                f"   {run_line(result, row)}", *_ram_lines(result, row)]
     closest = min(rows, key=lambda r: r.short_by)
     largest = max((r.max_n_ctx for r in rows), default=0)
+    limit = f" of the {closest.budget.pool.ceiling_name}" if closest.pooled else ""
     return [f"-> nothing fits: closest is {closest.settings.type_k}/{closest.settings.type_v} KV, "
-            f"{describe_placement(closest.placement, result.n_layer_all)}, short by {_gib(closest.short_by)} GiB; "
+            f"{describe_placement(closest.placement, result.n_layer_all)}, short{limit} by {_gib(closest.short_by)} "
+            "GiB; "
             f"largest context that fits: {largest or 'none'}", *_largest(result, rows)]
+
+
+def _ram_lines(result: FitResult, row: FitRow) -> list[str]:
+    """The host part in words, and a unified machine's pool."""
+    if not row.pooled:
+        return [host_line(row, result.runtime.is_server, result.machine_ram)]
+    return [host_line(replace(row, ram=None), result.runtime.is_server), pool_line(row, result.runtime.is_server)]
 
 
 def spec_label(spec_type: str) -> str:
@@ -276,7 +304,9 @@ def render_text(result: FitResult, fmt: str = "text") -> str:
     out += [f"  {k:<10} {escaped(str(v))}" for k, v in result.basis.items()]  # -md and --mmproj name files
     for budget, n_ctx, rows in _groups(result):
         out.append("")
-        out.append(f"{budget.label} (budget {_gib(budget.bytes)} GiB) at n_ctx {n_ctx}, flash attention "
+        size = (f"{budget.pool.ceiling_name} {_gib(budget.bytes)} GiB, {_gib(budget.pool.ram)} GiB of RAM less "
+                f"{_gib(budget.pool.os_reserve)} for the OS" if budget.pool else f"budget {_gib(budget.bytes)} GiB")
+        out.append(f"{budget.label} ({size}) at n_ctx {n_ctx}, flash attention "
                    f"{'on' if rows[0].settings.flash_attn else 'off'}{_sized_for(result, rows[0])}; parts in GiB")
         out.append(_rows_table(result, rows, fmt))
         out += _verdicts(result, rows)
@@ -343,4 +373,10 @@ def render_verification(v: FitVerification) -> str:
                    + ("prediction matches" if check.ok else "prediction MISSED")
                    + (f"; compute per card within {COMPUTE_TOLERANCE_WORDS} (llama.cpp's no_alloc projection keeps "
                       "its first prompt-graph reservation)" if cards > 1 else ""))
+        if check.pool is not None:
+            pool = check.pool
+            out.append(f"unified memory: {pool.device} {pool.device_bytes / MIB:.2f} MiB of its ceiling "
+                       f"{pool.ceiling_bytes / MIB:.2f} MiB ({'within' if pool.within_ceiling else 'OVER'}); with the "
+                       f"host's {pool.host_bytes / MIB:.2f} MiB, {pool.pool_bytes / MIB:.2f} MiB of the RAM less the "
+                       f"OS's share, {pool.ram_bytes / MIB:.2f} MiB ({'within' if pool.within_ram else 'OVER'})")
     return "\n".join(out)

@@ -4,7 +4,7 @@ Pure: no file, no llama.cpp."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core.errors import UsageError
 from ..core.suggest import closest
@@ -34,6 +34,35 @@ class Card:
         return self.endpoint is not None
 
 
+DEFAULT_OS_RESERVE = 4 * GIB  # a unified machine: kept for the OS and its apps out of the RAM (--reserve)
+
+
+@dataclass(frozen=True)
+class UnifiedPool:
+    """A machine whose GPU shares the system RAM (Metal, Vulkan with uma: 1, CUDA on GB10): one pool, two limits.
+    The device's buffers must fit its own ceiling (the budget's bytes); the device's, the host's and the mapped
+    weights together must fit the RAM less what the OS keeps."""
+
+    ram: int  # the machine's physical RAM, bytes
+    backend: str  # metal, vulkan, cuda
+    ceiling_basis: str  # where the device's ceiling comes from, in words
+    os_reserve: int = DEFAULT_OS_RESERVE
+
+    @property
+    def usable(self) -> int:
+        return self.ram - self.os_reserve
+
+    @property
+    def maps_file(self) -> bool:
+        """Metal maps the GGUF into its device buffer (buffer_from_host_ptr): the buffer spans the file's tensors,
+        once per mapping (llama_model_loader::get_mapping_range)."""
+        return self.backend == "metal"
+
+    @property
+    def ceiling_name(self) -> str:
+        return "working set" if self.backend == "metal" else "device memory"
+
+
 @dataclass(frozen=True)
 class Budget:
     """A memory budget as the user wrote it (its label) and in bytes: one card, or one machine's cards
@@ -42,6 +71,7 @@ class Budget:
     label: str
     bytes: int
     cards: tuple[Card, ...] = ()  # () : one card of `bytes`
+    pool: UnifiedPool | None = None  # a unified machine: `bytes` is its device's ceiling within the RAM
 
     @property
     def devices(self) -> tuple[Card, ...]:
@@ -79,6 +109,10 @@ def budget(text) -> Budget:
         cards = tuple(Card(b.label, b.bytes) for b in map(budget, pieces))
         return Budget("+".join(c.label for c in cards), sum(c.bytes for c in cards), cards)
     named = find_card(str(text))
+    if named is not None and named.unified:  # a unified machine by name: its device's ceiling within its RAM
+        ceiling = int((named.ceiling_mib or named.vram_gib * 1024) * MIB)
+        return Budget(named.id, ceiling, pool=UnifiedPool(int(named.vram_gib * GIB), named.backend,
+                                                          named.ceiling_source))
     if named is not None:  # a card by name, as roofline --card spells it: its memory
         return Budget(named.id, int(named.vram_gib * GIB))
     label, value = _size_value(text)
@@ -120,3 +154,35 @@ def size_or_zero(text) -> int:
     if value < 0:
         raise UsageError(f"'{text}' cannot be negative")
     return 0 if value == 0 else budget(text).bytes
+
+
+def metal_working_set(ram_bytes: int) -> int:
+    """recommendedMaxWorkingSetSize by the RAM, where it is not known: 2/3 of it up to 36 GiB, 3/4 above, as
+    llama.cpp's Metal logs of 8 to 192 GB Macs print it (the newest macOS gives a 16 GB M4 74%: --wired-limit gives
+    the real one)."""
+    return ram_bytes * 3 // 4 if ram_bytes > 36 * GIB else ram_bytes * 2 // 3
+
+
+def unified_budget(b: Budget, backend: str) -> Budget:
+    """A plain size made a unified machine's RAM (--unified): on Metal its working set a share of it, elsewhere the
+    RAM itself (the heaps' budget on Vulkan, MemAvailable on GB10: the RAM limit binds first)."""
+    if b.multi or b.pool is not None or find_card(b.label) is not None:
+        raise UsageError(f"--unified takes one size per machine, its RAM (e.g. --vram 24GB --unified), not {b.label}",
+                         hint="a named unified machine (apple-m4-pro-24gb, dgx-spark) needs no --unified")
+    if backend == "metal":
+        share = "3/4" if b.bytes > 36 * GIB else "2/3"
+        return Budget(b.label, metal_working_set(b.bytes),
+                      pool=UnifiedPool(b.bytes, backend, f"{share} of the RAM, macOS's recommendedMaxWorkingSetSize as "
+                                       "llama.cpp's Metal logs show it (--wired-limit gives the real one)"))
+    return Budget(b.label, b.bytes, pool=UnifiedPool(b.bytes, backend, "the RAM (the device reports the pool)"))
+
+
+def with_wired_limit(b: Budget, wired_limit_mib: int) -> Budget:
+    """A Mac's working set raised (or lowered) as `sudo sysctl iogpu.wired_limit_mb=N` does."""
+    if b.pool is None or b.pool.backend != "metal":
+        raise UsageError(f"--wired-limit is macOS's iogpu.wired_limit_mb: {b.label} is not a Mac",
+                         hint="name one (--vram apple-m4-pro-24gb), or give --vram SIZE --unified --backend metal")
+    if wired_limit_mib * MIB > b.pool.ram:
+        raise UsageError(f"--wired-limit {wired_limit_mib} is more than {b.label}'s {b.pool.ram / GIB:g} GiB of RAM")
+    basis = f"iogpu.wired_limit_mb={wired_limit_mib} (--wired-limit)"
+    return Budget(b.label, wired_limit_mib * MIB, pool=replace(b.pool, ceiling_basis=basis))

@@ -1,7 +1,10 @@
-"""Consumer cards by name: their memory, bandwidth and FP32 throughput, as published. Pure data.
+"""Consumer cards and unified-memory machines by name: their memory, bandwidth and FP32 throughput, as published.
+Pure data.
 
 `fit --vram rtx-4090` and `roofline --card rtx-4090` name a card the same way: fit takes its memory, roofline
-its bandwidth and compute.
+its bandwidth and compute. A unified machine (a Mac, a Ryzen AI Max, a DGX Spark) is one pool of RAM shared by
+its GPU and CPU: `vram_gib` is then the machine's RAM, and `ceiling_mib` the GPU's own limit within it, as
+llama.cpp's logs print it (Metal's recommendedMaxWorkingSetSize).
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ class Card:
     vram_gib: float
     source: str
     backend: str = "cuda"  # the llama.cpp backend such a card runs by default (--backend's default for it)
+    unified: bool = False  # the GPU shares the system RAM: vram_gib is the machine's RAM
+    ceiling_mib: float | None = None  # unified: the device's own ceiling within the RAM; None: the RAM itself
+    ceiling_source: str = ""  # where the ceiling comes from
 
 
 # Published figures (vendor specification pages / whitepapers).
@@ -36,6 +42,24 @@ CARDS = tuple(Card(*row) for row in (
     ("rtx-4090", "GeForce RTX 4090", 1008.0, 82.6, 24, "NVIDIA Ada Lovelace architecture whitepaper"),
     ("rtx-5090", "GeForce RTX 5090", 1792.0, 104.8, 32, "NVIDIA RTX 5090 specifications"),
     ("rx-7900-xtx", "Radeon RX 7900 XTX", 960.0, 61.4, 24, "AMD Radeon RX 7900 XTX specifications", "vulkan"),
+)) + tuple(Card(*row[:7], unified=True, ceiling_mib=row[7], ceiling_source=row[8]) for row in (
+    # Metal's ceiling is the device's recommendedMaxWorkingSetSize, as llama.cpp's Metal log prints it in MB
+    # (ggml-metal-device.m: "recommendedMaxWorkingSetSize = %8.2f MB", bytes / 1e6); iogpu.wired_limit_mb moves it
+    ("apple-m3-16gb", "Apple M3 (16 GB)", 100.0, 3.6, 16, "Apple M3 specifications", "metal",
+     12713.12e6 / 2**20, "recommendedMaxWorkingSetSize = 12713.12 MB (llama.cpp's Metal log, 16 GB M3/M4)"),
+    ("apple-m4-16gb", "Apple M4 (16 GB)", 120.0, 4.3, 16, "Apple M4 specifications", "metal",
+     12713.12e6 / 2**20, "recommendedMaxWorkingSetSize = 12713.12 MB (llama.cpp's Metal log, 16 GB M3/M4)"),
+    ("apple-m4-pro-24gb", "Apple M4 Pro (24 GB)", 273.0, 9.2, 24, "Apple M4 Pro specifications", "metal",
+     17179.89e6 / 2**20, "recommendedMaxWorkingSetSize = 17179.89 MB (llama.cpp's Metal log, 24 GB M4 Pro)"),
+    ("apple-m1-max-64gb", "Apple M1 Max (64 GB)", 400.0, 10.4, 64, "Apple M1 Max specifications", "metal",
+     49152.0, "recommendedMaxWorkingSetSize = 49152 MiB (llama.cpp's Metal log, 64 GB M1 Max)"),
+    # Vulkan on an integrated GPU (uma: 1) sums its memory heaps under the driver's budget, and CUDA on GB10 reports
+    # the host's MemAvailable: at most the RAM, so the RAM less the OS's share binds
+    ("ryzen-ai-max-395-128gb", "AMD Ryzen AI Max+ 395 (Radeon 8060S, 128 GB)", 256.0, 29.7,
+     128, "AMD Ryzen AI Max+ 395 specifications", "vulkan", None,
+     "the Vulkan device's memory heaps under the driver's budget (uma: 1): at most the RAM"),
+    ("dgx-spark", "NVIDIA DGX Spark (GB10, 128 GB)", 273.0, 31.0, 128, "NVIDIA DGX Spark specifications", "cuda",
+     None, "CUDA on GB10 reports the host's MemAvailable: at most the RAM"),
 ))
 
 

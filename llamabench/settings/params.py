@@ -199,15 +199,22 @@ _OPTIONS = (
     _p("out_dir", ["--out-dir"], path, None, "the folder to write (default reports/local/<label>/)", metavar="DIR"),
     _p("vram", ["--vram"], budget, (Budget("16GiB", 16 * GIB), Budget("24GiB", 24 * GIB)),
        "card sizes, comma list of alternatives; + joins one machine's cards (24GiB+12GiB); plain numbers are GiB, "
-       "and GB means GiB (a 24 GB card holds 24 GiB)"),
+       "and GB means GiB (a 24 GB card holds 24 GiB); a card or a unified machine by name (rtx-4090, "
+       "apple-m4-pro-24gb, ryzen-ai-max-395-128gb, dgx-spark)"),
     _p("reserve", ["--reserve"], reserve, 512 * MIB, "kept free on each card for the driver and display; one per "
-       "card joined by + (512MiB+1GiB)", shown_default="512MiB"),
+       "card joined by + (512MiB+1GiB); on a unified machine, the RAM kept for the OS (default 4GiB)",
+       shown_default="512MiB"),
     _p("rpc", ["--rpc"], endpoints, (), "remote hosts: ggml-rpc-server HOST:PORT, comma list (llama.cpp's --rpc); "
        "their free memory is read from the server", metavar="HOST:PORT,..."),
     _p("ram", ["--ram"], budget, None, "system RAM the host part must fit into (mapped weights, host buffers, "
        "prompt cache, checkpoints); with --cpu-only the whole budget"),
     _p("cpu_only", ["--cpu-only"], on_off, False, "no card: everything in system RAM, as a CPU build (needs --ram)",
        action="store_true"),
+    _p("unified", ["--unified"], on_off, False, "the --vram sizes are unified machines' RAM (a Mac, a Ryzen AI Max, a "
+       "GB10): one pool for GPU and CPU, the device's ceiling within it (Metal: 2/3 of the RAM, 3/4 above 36 GiB, "
+       "unless --wired-limit)", action="store_true"),
+    _p("wired_limit", ["--wired-limit"], nonneg_int, None, "a Mac's GPU ceiling in MiB, as `sudo sysctl "
+       "iogpu.wired_limit_mb=N` sets it (default: its recommendedMaxWorkingSetSize)", metavar="MIB"),
     _p("runtime", ["--runtime"], parse_runtime, Runtime.LLAMA_SERVER.value, "the program that creates the context: "
        "llama-server (the printed command) or llama-cpp-python (the Llama() call)", metavar="NAME"),
     _p("server_cmd", ["--server-cmd"], text, None, "bench --runtime llama-server: the llama-server line to start "

@@ -12,6 +12,7 @@ from typing import Callable, Iterator
 from ...core.errors import Stalled
 from ...llama.messages import Alloc, BenchJob, Fill, Measured, TestFailed, to_wire
 from ...llama.worker import run_job
+from ...memory.unified import unified_memory
 from ...records.bench import DeviceMemory, Measurement, Memory
 from ...settings.bench_tests import BenchTest
 from ...settings.params import Params
@@ -59,8 +60,10 @@ def _memory(alloc: Alloc) -> Memory:
     gb = alloc.gpu_used_before_bytes
     devices = tuple(DeviceMemory(d.name, d.description, d.total_bytes, d.free_bytes, alloc.free_before(d))
                     for d in alloc.devices)
+    pool = next((unified_memory(d.name, d.total_bytes, alloc.allocations, sysinfo.total_ram_bytes())
+                 for d in alloc.devices if d.unified), None)
     return Memory(alloc.rss_before_bytes, alloc.rss_after_bytes, gb, alloc.gpu_used_after_bytes,
-                  None if gb is not None else sysinfo.gpu_note(), devices)
+                  None if gb is not None else sysinfo.gpu_note(), devices, pool)
 
 
 def run_sweep(path: str, configurations: list[Params], tests: list[BenchTest], repetitions: int, *,

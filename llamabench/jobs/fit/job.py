@@ -37,6 +37,7 @@ from ...world import remote as remote_reader
 from ...world import sysinfo
 from ..source import ModelSource, read_any, resolve
 from ..twin.shape import published_weights
+from .basis import pool_basis, spec_words
 from .options import FitRequest
 from .probe import ComputeProbe
 from .search import Fitter
@@ -69,6 +70,9 @@ def run_fit(request: FitRequest, source: ModelSource | None = None) -> FitAnswer
                               quant=request.quant,
                               spec_params=request.speculative, spec_given=request.spec_given,
                               draft=request.draft is not None)
+    session.maps_file = request.maps_file
+    if any(b.pool is not None for b in request.budgets):
+        session.basis.update(pool_basis(request.budgets))
     if request.draft is not None:
         session.add_draft(request.draft, request.draft_ngl, request.draft_devices)
     if request.progress is not None:
@@ -161,29 +165,6 @@ def _share(file: "_WeightsFile", loaded: tuple) -> int | None:
     weight = {t.name: t.n_bytes if file.by_bytes else int(np.prod(t.shape, dtype=np.int64)) for t in file.meta.tensors}
     every = sum(weight.values()) or 1
     return round(file.scale * sum(weight[t.name] for t in loaded) / every)
-
-
-def spec_words(geometry: ModelGeometry, spec_types: tuple[str, ...], p: Params) -> str:
-    """What the speculative rows add, in words."""
-    kind = spec_types[-1]
-    if kind == speculative.SIMPLE:
-        return (f"--spec-type draft-simple beside none: the draft model (-md) and its context (below), the target's "
-                f"outputs for 1 + {p.spec_draft_n_max} tokens a slot")
-    if kind == speculative.EAGLE3:
-        return (f"--spec-type draft-eagle3 beside none: the EAGLE3 head (-md) and its context (below: one layer's KV, "
-                f"n_batch outputs, llama-server's {speculative.TOP_K_CHAIN}-candidate sampler chains on the device), "
-                f"the target's outputs for 1 + {p.spec_draft_n_max} tokens a slot"
-                + (f" and {p.spec_draft_n_max} recurrent rollback planes a sequence" if geometry.recurrent_layers
-                   else ""))
-    if kind != speculative.MTP:
-        n_max = speculative.n_max(p.replace(spec_type=kind))
-        return f"--spec-type {kind} beside none: no device memory of its own; {n_max} draft tokens widen the outputs"
-    layers = ", ".join(str(i) for i in speculative.mtp_layer_indices(geometry))
-    return (f"--spec-type draft-mtp beside none: the MTP layer's weights (blk.{layers}, loaded only with it), a second "
-            f"context (the MTP draft context: layer {layers}'s KV at the same cells, {p.type_k_draft}/{p.type_v_draft} "
-            "(-ctkd/-ctvd), and its own compute buffers from the same dry run), the target's outputs for "
-            f"1 + {p.spec_draft_n_max} tokens a slot" + (f" and {p.spec_draft_n_max} recurrent rollback planes a "
-                                                           "sequence" if geometry.recurrent_layers else ""))
 
 
 @dataclass(frozen=True)
@@ -343,6 +324,7 @@ class FitSession:
         self.runtime, self.ram = runtime, ram
 
     ram_mode = False  # --cpu-only: everything in system RAM, the budget is RAM, no reserve
+    maps_file = False  # a Mac: the card's weights are the file's span Metal maps (UnifiedPool.maps_file)
 
     @classmethod
     def open(cls, source: ModelSource, *, flash_attn: bool, n_ubatch: int, reserve: int, verify: bool,
@@ -455,7 +437,7 @@ class FitSession:
             if in_ram else self.probe_options
         probe = ComputeProbe(file.path, **options, read_weights=file.scale is None, target_path=target)
         fitter = Fitter(geometry, weights, probe, reserve=0, ram_mode=self.ram_mode or in_ram,
-                        runtime=RuntimeConfig(cache_ram_mib=0, ctx_checkpoints=0))
+                        runtime=RuntimeConfig(cache_ram_mib=0, ctx_checkpoints=0), maps_file=self.maps_file)
         self.draft = (fitter, Placement(PlacementKind.ALL) if n_gpu_layers is None
                       else Placement(PlacementKind.NGL, n_gpu_layers))
         shown = path if source.path is not None and not source.url else file.hint
@@ -589,4 +571,4 @@ class FitSession:
                       tensor_split=self.tensor_split,
                       draft=self.draft if speculative.uses_draft_model(spec) else None,
                       draft_devices=self.draft_devices,
-                      expert_share=self.expert_share)
+                      expert_share=self.expert_share, maps_file=self.maps_file)

@@ -7,22 +7,23 @@ the runtime and what it can do, -sm none / -mg, and the size of the plan.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ...core.errors import UsageError
 from ...core.units import GIB
 from ...llama import rpc as rpc_backend
+from ...llama.ggml_devices import METAL_NAMES
 from ...llama.worker import device_memory
 from ...memory.backends import DEFAULT_BACKEND
 from ...memory.placement import Placement, PlacementKind
 from ...memory.runtimes import RuntimeConfig, parse_runtime
-from ...settings.budget import Budget, Card
+from ...settings.budget import DEFAULT_OS_RESERVE, Budget, Card, UnifiedPool, unified_budget, with_wired_limit
 from ...settings.cards import find_card
 from ...settings.params import SCHEMA, Params
 from ...settings.sweep import MAX_FIT_CELLS, cache_pairs, check_plan_size, parse_value
 from ...settings.values import device_positions
-from ...world import catalog
+from ...world import catalog, sysinfo
 from ..arguments import call_values
 
 FIT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_ubatch", "n_gpu_layers", "n_cpu_moe", "tensor_split",
@@ -74,6 +75,11 @@ class FitRequest:
         """The most devices of one machine: what the session's dry runs are set up for."""
         return max(len(b.devices) for b in self.machines)
 
+    @property
+    def maps_file(self) -> bool:
+        """A Mac: the device buffer maps the file (UnifiedPool.maps_file)."""
+        return any(b.pool is not None and b.pool.maps_file for b in self.budgets)
+
 
 def gpu_budgets() -> list[Budget]:
     """fit without --vram: on a GPU build, its GPUs' free memory now (ggml_backend_dev_memory, as llama-fit-params
@@ -81,6 +87,12 @@ def gpu_budgets() -> list[Budget]:
     gpus = [d for d in device_memory() if d.is_local_gpu]
     if not gpus:
         return list(SCHEMA["vram"].default)
+    if len(gpus) == 1 and gpus[0].unified:  # a Mac, an iGPU, GB10: one pool with the RAM, the device's own ceiling
+        d = gpus[0]
+        backend = "metal" if d.name.startswith(METAL_NAMES) else "vulkan" if d.name.startswith("Vulkan") else "cuda"
+        return [Budget(f"{d.name} free {d.free_bytes / GIB:.2f}GiB", d.free_bytes,
+                       pool=UnifiedPool(sysinfo.total_ram_bytes(), backend, f"{d.name}'s own figure now "
+                                        "(ggml_backend_dev_memory: Metal's working set less what is held)"))]
     cards = tuple(Card(f"{d.name} free {d.free_bytes / GIB:.2f}GiB", d.free_bytes) for d in gpus)
     return [Budget("+".join(c.label for c in cards), sum(c.bytes for c in cards), cards if len(cards) > 1 else ())]
 
@@ -90,7 +102,7 @@ def fit_request(model: str, params: dict[str, Any], *, vram=None,
                 mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None,
                 remote: bool = False, runtime=None, n_seq=None, kv_unified=None, cache_ram=None, ctx_checkpoints=None,
                 rpc=None, model_draft=None, n_gpu_layers_draft=None, device_draft=None, backend=None,
-                progress=None) -> FitRequest:
+                unified: bool = False, wired_limit=None, progress=None) -> FitRequest:
     """`lb.fit`'s arguments checked and parsed (`params`: the schema's, by name); without --vram the budgets are
     a GPU build's free memory (`gpu_budgets`)."""
     given = {k: v for k, v in params.items()}
@@ -122,6 +134,9 @@ def fit_request(model: str, params: dict[str, Any], *, vram=None,
         raise UsageError(f"--spec-type {values['spec_type']} is llama-server's: Llama() decodes without a draft",
                          hint="use --runtime llama-server, or leave out --spec-type")
     rpc_hosts = _check_devices(cpu_only, emulate, placements, rpc, budgets, config)
+    budgets, reserve_bytes = unified_budgets(budgets, unified=unified, wired_limit=wired_limit, reserve=reserve,
+                                             reserve_bytes=reserve_bytes, ram=ram_budget, backend=backend,
+                                             cpu_only=cpu_only, rpc=rpc_hosts)
     if cpu_only:
         _check_no_card_flags(params, n_gpu_layers_draft, device_draft)
     budgets = with_remote_hosts(budgets, rpc_hosts)
@@ -150,6 +165,49 @@ def fit_request(model: str, params: dict[str, Any], *, vram=None,
                       progress=progress if callable(progress) else None, **split)
 
 
+def unified_budgets(budgets: list[Budget], *, unified: bool, wired_limit, reserve, reserve_bytes, ram: Budget | None,
+                    backend, cpu_only: bool, rpc: tuple[str, ...]) -> tuple[list[Budget], "int | tuple[int, ...]"]:
+    """Unified machines (a named Mac, --vram SIZE --unified): one pool each, the device's ceiling the budget; the
+    reserve is then the OS's share of the RAM, and the card keeps none of its own. A plain card's budgets pass."""
+    if unified and cpu_only:
+        raise UsageError("--cpu-only uses no GPU: --unified does not apply")
+    if unified:
+        chosen = parse_value("backend", backend, listed=False) if backend is not None else "metal"
+        budgets = [unified_budget(b, chosen) for b in budgets]
+    pooled = [b for b in budgets if b.pool is not None]
+    if wired_limit is not None:
+        if not pooled:
+            raise UsageError("--wired-limit is a Mac's GPU ceiling: name one (--vram apple-m4-pro-24gb), or give "
+                             "--vram SIZE --unified")
+        limit = parse_value("wired_limit", wired_limit, listed=False)
+        budgets = [with_wired_limit(b, limit) for b in budgets]
+    if not pooled:
+        return budgets, reserve_bytes
+    _check_pools(budgets, pooled, ram, rpc, reserve_bytes)
+    os_reserve = reserve_bytes if reserve is not None else DEFAULT_OS_RESERVE
+    for b in budgets:
+        if os_reserve >= b.pool.ram:
+            raise UsageError(f"--reserve {os_reserve / GIB:g} GiB leaves nothing of {b.label}'s RAM")
+        if backend is not None and parse_value("backend", backend, listed=False) != b.pool.backend:
+            raise UsageError(f"{b.label} runs llama.cpp's {b.pool.backend} backend: --backend {backend} does not apply")
+    return [replace(b, pool=replace(b.pool, os_reserve=os_reserve)) for b in budgets], 0
+
+
+def _check_pools(budgets: list[Budget], pooled: list[Budget], ram: Budget | None, rpc: tuple[str, ...],
+                 reserve_bytes) -> None:
+    """What a unified machine does not take: a discrete card beside it, --ram, --rpc, a reserve per card."""
+    if len(pooled) != len(budgets):
+        raise UsageError("a unified machine and a discrete card size differently: compare them in two runs",
+                         hint=f"unified here: {', '.join(b.label for b in pooled)}")
+    if ram is not None:
+        raise UsageError("a unified machine's RAM is its pool: --ram does not apply",
+                         hint="its RAM comes with its name, or with --vram SIZE --unified")
+    if rpc:
+        raise UsageError("--rpc beside a unified machine is not sized: its remote hosts are discrete devices")
+    if isinstance(reserve_bytes, tuple):
+        raise UsageError("a unified machine has one reserve, the RAM kept for the OS: give one size")
+
+
 def target_backend(given, budgets: list[Budget], cpu_only: bool) -> str | None:
     """The GPU backend a card sized without it answers as (memory.backends): --backend as given; else what the cards
     named in --vram run (an NVIDIA name CUDA, an AMD name Vulkan); else CUDA, what most who ask run. None with
@@ -161,6 +219,7 @@ def target_backend(given, budgets: list[Budget], cpu_only: bool) -> str | None:
     if given is not None:
         return parse_value("backend", given, listed=False)
     named = {card.backend for b in budgets for d in b.devices if (card := find_card(d.label)) is not None}
+    named |= {b.pool.backend for b in budgets if b.pool is not None}
     if len(named) > 1:
         raise UsageError(f"the cards named run different backends ({', '.join(sorted(named))}): one llama.cpp build "
                          "sizes one", hint="give --backend cuda|vulkan|rocm")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from ...core.errors import ContextRefused, LlamabenchError
+from ...core.units import GIB
 from ...memory import allocations, speculative
 from ...memory.footprint import KV_PAD, compute_footprint, per_layer_bytes
 from ...memory.layer_split import first_offloaded_layer, layer_counts, layer_devices
@@ -81,7 +82,7 @@ class Fitter:
                  ram_mode: bool = False, projector: int = 0, host_projector: int = 0,
                  runtime: RuntimeConfig | None = None, ram: Budget | None = None,
                  tensor_split: tuple[float, ...] = (), draft: "tuple[Fitter, Placement] | None" = None,
-                 expert_share: float = 1.0, draft_devices: tuple[int, ...] | None = None):
+                 expert_share: float = 1.0, draft_devices: tuple[int, ...] | None = None, maps_file: bool = False):
         self.geometry = geometry
         self.expert_share = expert_share  # expert_used_count / expert_count: the routed experts a token reads
         self.tensor_split = tensor_split  # -ts given: these proportions, not a searched split
@@ -97,6 +98,7 @@ class Fitter:
         self.refused: dict[int, str] = {}  # n_ctx -> why llama.cpp could not create it (searches treat it as no fit)
         self.draft = draft  # llama-server's draft model (-md): its fitter and placement, its parts added to ours
         self.draft_devices = draft_devices  # -devd: the cards the draft is on, () none; None: ours, split as ours
+        self.maps_file = maps_file  # Metal: the card's weights are the file's span it maps (UnifiedPool.maps_file)
 
     def reserve_of(self, device: int) -> int:
         return self.reserve[device] if isinstance(self.reserve, tuple) else self.reserve
@@ -127,8 +129,10 @@ class Fitter:
         return parts, host
 
     def evaluate_devices(self, settings: Params, placement: Placement, compute: ComputeSplit | None = None,
-                         *, projector_device: int = 0) -> tuple[Parts, HostParts, tuple[Parts, ...]]:
-        """The parts of each card (in device order), their sum, and the host's."""
+                         *, projector_device: int = 0, mapped: bool = True
+                         ) -> tuple[Parts, HostParts, tuple[Parts, ...]]:
+        """The parts of each card (in device order), their sum, and the host's; `mapped=False`: a Mac's card weights
+        as the tensors copied (what an emulated card allocates), not the file's span Metal maps."""
         fp = compute_footprint(self.geometry, settings)  # a clear UsageError before any dry run
         split = self.compute(settings, placement) if compute is None else as_split(compute)
         grows = server_ram(self.geometry, fp, self.runtime)
@@ -148,6 +152,8 @@ class Fitter:
         devices = self.layer_devices(placement)
         weights = (split.weights if len(split.weights) == n
                    else self.weights.on_devices(devices, n, n_cpu_moe=placement.n_cpu_moe))
+        if self.maps_file and mapped and n == 1:
+            weights = (self.mapped_card_weights(settings, placement, weights[0]),)
         caches, (host_kv, host_rec) = (self.measured_caches(split, n) if self.geometry.no_rule
                                        else self.cache_split(settings, placement, devices, n))
         computes = split.per_device(n)
@@ -160,6 +166,32 @@ class Fitter:
             cards, host = tuple(plus(c, d) for c, d in zip(cards, on_cards)), plus(host, on_host)
         total = cards[0] if n == 1 else Parts.add_up(cards)
         return total, host, cards
+
+    def mapped_card_weights(self, settings: Params, placement: Placement, placed: int) -> int:
+        """Metal's model buffer: the span of the file it maps for the card's tensors (where the offsets are known,
+        else the tensors' bytes), once more for the MTP context, which maps the same file again."""
+        ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
+        span = self.weights.card_mapped(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe) if ngl else 0
+        span = placed if span is None else span
+        return span * (2 if settings.spec_type == speculative.MTP and span else 1)
+
+    def shared_pages(self, settings: Params, placement: Placement, card_weights: int, host_weights: int) -> int:
+        """Bytes of the file counted both in the card's weights and the host's (Metal maps one set of pages into
+        both, and the MTP context's mapping again): what the RAM holds once."""
+        if not self.maps_file:
+            return 0
+        ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
+        union = self.weights.mapped_union(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe) if ngl else None
+        return 0 if union is None else max(0, card_weights + host_weights - union)
+
+    def pool_bytes(self, settings: Params, placement: Placement, parts: Parts, host: HostParts,
+                   compute: ComputeSplit | None = None) -> int:
+        """A unified machine's RAM: the device's buffers (not its reserve: the OS's share is the pool's) and the
+        host's, the file's pages once."""
+        target_card = self.mapped_card_weights(settings, placement, parts.weights) if self.maps_file else 0
+        target_host = self.host_weights(placement, compute) if self.maps_file else 0
+        shared = self.shared_pages(settings, placement, target_card, target_host)
+        return parts.total - parts.reserve + host.total - shared
 
     def draft_parts(self, settings: Params, placement: Placement
                     ) -> tuple[tuple[allocations.Parts, ...], allocations.Parts]:
@@ -245,8 +277,13 @@ class Fitter:
         ram_read = 0 if self.ram_mode else self.weights.host_read_per_token(
             n_gpu_layers=placement.n_gpu_layers(self.n_layer_all), n_cpu_moe=placement.n_cpu_moe,
             expert_share=self.expert_share)
-        return FitRow(budget, settings, placement, parts, 0, host, None if card_only else self.ram, self.ram_mode,
-                      cards, ram_read)
+        ram, pool = (None if card_only else self.ram), 0
+        if budget.pool is not None and not self.ram_mode:
+            pool_of = budget.pool
+            ram = None if card_only else Budget(f"{pool_of.ram / GIB:g} GiB RAM less {pool_of.os_reserve / GIB:g} GiB "
+                                                "for the OS", pool_of.usable)
+            pool = self.pool_bytes(settings, placement, parts, host, compute)
+        return FitRow(budget, settings, placement, parts, 0, host, ram, self.ram_mode, cards, ram_read, pool)
 
     def _fits(self, budget: "int | Budget", settings: Params, placement: Placement, *, card_only: bool = False) -> bool:
         """Whether it fits; a context llama.cpp cannot create on these devices (a dry run that failed: a tensor

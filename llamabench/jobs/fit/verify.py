@@ -11,6 +11,7 @@ figures, from llama.cpp's dry run of the same placement over the same kind of de
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import replace
 
 from ...llama.devices import buffer_name, is_endpoint
 from ...llama.ggml_devices import NO_DEVICE
@@ -27,6 +28,7 @@ from ...memory.backends import emulates
 from ...memory.fit_result import FitResult
 from ...memory.placement import FitRow, recommend
 from ...memory.speculative import draft_context, uses_draft_model
+from ...memory.unified import unified_memory
 from ...records.fit import DeviceCheck, FitVerification, PlacementCheck
 from .advice import describe_placement
 from .search import draft_placement
@@ -130,8 +132,14 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
         return PlacementCheck(**common, devices=(*checks, host), budget=sum(room),
                               card_total=sum(c.allocated.total for c in checks), cards_over_budget=over), False
     card = (alloc.card_names or ("card",))[0]
-    devices_checked = (DeviceCheck(card, row.parts.buffers, alloc.device(card), tolerance_bytes=printed,
+    predicted = row.parts.buffers
+    if session.maps_file and devices and is_endpoint(devices[0]):  # an emulated card copies what Metal would map
+        copied = session.fitter(row.settings.spec_type).evaluate_devices(row.settings, p, mapped=False)[0]
+        predicted = replace(predicted, weights=copied.weights)
+    devices_checked = (DeviceCheck(card, predicted, alloc.device(card), tolerance_bytes=printed,
                                    compute_tolerance_bytes=printed), host)
+    if row.pooled:  # a unified machine: what was allocated, against the device's ceiling and the RAM less the OS's
+        common["pool"] = unified_memory(card, row.budget.bytes, alloc, row.budget.pool.usable)
     # the projector (--mmproj) is not created here: its share of the budget stays set aside
     return PlacementCheck(**common, devices=devices_checked,
                           budget=row.budget_bytes - row.parts.reserve - row.parts.projector,
