@@ -287,7 +287,10 @@ def report(results, *, out_dir: PathLike | None = None, compare=()) -> Report:
     out = Path(out_dir) if out_dir else None
     written = []
     for label, results_of in models.items():
-        run = (results_of.bench or results_of.quality or [None])[-1]
+        runs = results_of.bench or results_of.quality or []
+        # the theory of the base (f16 KV) where a run holds it: the records of the other types are their own
+        run = next((r for r in reversed(runs) if (r.params.type_k, r.params.type_v) == ("f16", "f16")),
+                   runs[-1] if runs else None)
         if results_of.latest_inspect is None and run is not None:
             results_of.inspect.append(inspection_of_run(run))
             warnings.append(f"{label}: the results hold no inspect record: the layout and theory were read from the "

@@ -7,14 +7,14 @@ import json
 import sys
 
 from .. import api
-from ..core import stats
 from ..core.safe_text import escaped, shown_path
+from ..llama import ggml_devices
 from ..records.records import read_records
-from ..render.bench import render
+from ..render.bench import render, variance_warning
 from ..render.progress import Progress
 from ..settings import arguments
 from ..settings.params import OutputFormat
-from ..settings.values import Runtime
+from ..settings.values import ALL_LAYERS, Runtime
 from . import SUMMARY
 from .output import api_options, finite, keywords, warn
 
@@ -46,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_arguments(parser, ("model", *api.BENCH_PARAMS, *SERVER_PARAMS, *OPTIONS, "output"),
                             lists=(*api.BENCH_LISTS, "n_prompt", "n_gen", "n_depth", "n_seq", "spec_type"),
                             defaults={"output": OutputFormat.MD, "runtime": None, "concurrency": None,
+                                      "n_gpu_layers": None,
                                       "n_ctx": None, "spec_type": None, "spec_draft_n_max": None},
                             helps={"n_ctx": "context length n_ctx: 4096 or 32k (default: the deepest depth + prompt + "
                                             "generated tokens, as llama-bench sizes its contexts)",
@@ -71,10 +72,23 @@ def _keywords(args: argparse.Namespace) -> dict:
 def _print_plan(plan) -> None:
     print(f"plan for {shown_path(plan.model)}: {len(plan.configurations)} cells x {len(plan.tests)} tests, "
           f"{plan.repetitions} repetitions, runtime {plan.runtime}, results -> {shown_path(plan.results)}")
+    print(f"  layers: {_layers_words(plan)}")
     for i, p in enumerate(plan.configurations):
         print(f"  {p.label}: " + ", ".join(t.name for t in plan.tests))
         if plan.commands:
             print(f"    {escaped(plan.commands[i])}")  # shell words: $'...' for a control character
+
+
+def _layers_words(plan) -> str:
+    """Where the layers go, in words (bench's -ngl default: every layer on a GPU build, as llama-bench's)."""
+    counts = {p.n_gpu_layers for p in plan.configurations}
+    if counts == {0}:
+        return "all on the CPU (-ngl 0" + ("" if ggml_devices.supports_gpu_offload() else
+                                          ": this build has no GPU backend") + ")"
+    if counts == {ALL_LAYERS}:
+        return f"all on the GPU (-ngl all: {ALL_LAYERS}, llama-bench's default)" + (
+            "" if ggml_devices.supports_gpu_offload() or plan.hosts else "; this build has no GPU: on the CPU")
+    return "-ngl " + ", ".join(map(str, sorted(counts))) + " on the GPU, the rest on the CPU"
 
 
 def _rate(m) -> str:
@@ -124,10 +138,8 @@ def run(args: argparse.Namespace) -> int:
                   else "\n".join(json.dumps(finite(d), separators=(",", ":"), default=str) for d in dicts))
         else:
             print(render(list(run_.records), str(args.output)))
-    wide = [r for r in run_.records if r.ok and r.spread is not None and r.spread > stats.SPREAD_WARNING]
-    if wide:
-        warn(f"{', '.join(r.test.name for r in wide)}: t/s varied by more than {stats.SPREAD_WARNING:.0%} of the mean "
-             "between repetitions; close other programs, pin threads (--cpu-mask) or raise -r")
+    if (noise := variance_warning(run_.records)) is not None:
+        warn(noise)
     print(f"{len(run_.records)} tests recorded in {shown_path(run_.results)}"
           + (f", {run_.failed} failed" if run_.failed else "")
           + (f", {run_.skipped} already there (--resume)" if run_.skipped else ""), file=sys.stderr)

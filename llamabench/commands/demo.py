@@ -22,6 +22,7 @@ from ..memory.placement import PlacementKind, recommend
 from ..records.fit import FitRecord
 from ..records.jsonl import check_destination
 from ..render.bench import render as render_bench
+from ..render.bench import variance_warning
 from ..render.fit import render_text
 from ..render.inspect import render_inspection
 from ..render.progress import Progress
@@ -150,6 +151,8 @@ class _Demo:
             progress.close()
         if run_.records:
             print(render_bench(list(run_.records), str(OutputFormat.MD)))
+        if (noise := variance_warning(run_.records)) is not None:
+            print(escaped(f"llamabench: warning: {noise}"), file=sys.stderr)
         print(f"{len(run_.records)} tests recorded in {shown_path(run_.results)}"
               + (f", {run_.failed} failed" if run_.failed else ""), file=sys.stderr)
         if run_.interrupted:  # Ctrl-C: what was measured is kept; the demo stops here (exit 130), no report

@@ -15,6 +15,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -155,12 +156,37 @@ def started(argv: list[str], *, timeout_s: float = 300.0) -> Iterator[Started]:
             stop_group(proc, grace_s=STOP_GRACE_S)
 
 
+def exit_words(returncode: int) -> str:
+    """How llama-server ended, in words."""
+    if returncode >= 0:
+        return f"exited with code {returncode}"
+    try:
+        return f"was killed by {signal.Signals(-returncode).name}"
+    except ValueError:
+        return f"was killed by signal {-returncode}"
+
+
+def signal_advice(returncode: int) -> str:
+    """The likely cause of a death by a fault signal, and its remedy."""
+    faults = {-int(s) for s in (signal.SIGILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE)}
+    return ("rerun with -nr (--repack 0): the CPU's repacked weights (CPU_REPACK / AMX) fault on some CPUs"
+            if returncode in faults else "")
+
+
+def last_lines(log: str, n: int = 2) -> str:
+    """The last `n` lines of a log that say something, on one line."""
+    lines = [x.strip() for x in log.splitlines() if x.strip()]
+    return " | ".join(lines[-n:])[-300:]
+
+
 def _wait_ready(server: Started, proc: subprocess.Popen, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = server.log()[-1500:]
-            raise EngineError(f"llama-server exited with code {proc.returncode} before it listened:\n{tail}")
+            advice = signal_advice(proc.returncode)
+            raise EngineError(f"llama-server {exit_words(proc.returncode)} before it listened"
+                              + (f": {advice}" if advice else "")
+                              + (f"; its log ends: {last_lines(server.log())}" if server.log().strip() else ""))
         try:
             if get(server.url, "/health", timeout_s=2.0).get("status") == "ok":
                 return

@@ -144,7 +144,7 @@ class FitRecord(Record):
                 "n_cpu_moe": placed.n_cpu_moe if best else None,
                 "max_n_ctx": (best.max_n_ctx or None) if best else None,
                 "max_n_ctx_is_trained": bool(best and best.max_n_ctx
-                                             and best.max_n_ctx >= (self.fit.n_ctx_train or 0) > 0),
+                                             and best.max_n_ctx == (self.fit.n_ctx_train or 0) > 0),
                 "total_bytes": best.parts.total if best else None,
                 "host_bytes": best.host.total if best else None,
                 "devices": _devices(best) if best else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..core import stats
 from ..core.units import GIB
 from ..records.bench import BenchRecord
 from .fields import Field, fixed2, mib, table
@@ -13,7 +14,23 @@ NONE: frozenset[str] = frozenset()
 
 
 def _ts(r: BenchRecord) -> str:
-    return f"{r.avg_ts:.2f} ± {r.stddev_ts:.2f}" if r.ok else "failed: " + (r.reason or "")[:80]
+    if not r.ok:
+        return "failed: " + " ".join((r.reason or "").split())[:100]
+    return f"{r.avg_ts:.2f} ± {r.stddev_ts:.2f}" + (" (noisy)" if noisy(r) else "")
+
+
+def noisy(r: BenchRecord) -> bool:
+    """t/s that varied by more than SPREAD_WARNING of the mean between repetitions."""
+    return r.ok and r.spread is not None and r.spread > stats.SPREAD_WARNING
+
+
+def variance_warning(records) -> str | None:
+    """The one line that names the noisy tests, or None."""
+    wide = [r for r in records if noisy(r)]
+    if not wide:
+        return None
+    return (f"{', '.join(r.test.name for r in wide)}: t/s varied by more than {stats.SPREAD_WARNING:.0%} of the mean "
+            "between repetitions (marked noisy); close other programs, pin threads (--cpu-mask) or raise -r")
 
 
 def _server(get):
@@ -27,7 +44,7 @@ def _verdict(r: BenchRecord) -> str:
     if r.kv_match is None and r.ok and r.footprint is None and r.theory_error:
         return "llama.cpp only: " + r.theory_error[:60]  # measured; no theory to set beside it
     if r.kv_match is None:
-        return "failed: " + (r.reason or r.theory_error or "")[:60]
+        return "failed: " + " ".join((r.reason or r.theory_error or "").split())[:60]
     return "match" if r.kv_match and r.recurrent_match else "MISMATCH"
 
 

@@ -49,7 +49,9 @@ def max_ctx_text(row: FitRow, n_ctx_train: int) -> str:
     """The largest n_ctx that fits; "(trained)" where the search stopped at the trained context, not the card."""
     if not row.max_n_ctx:
         return "none (RAM)" if row.card_fits else "none"
-    return f"{row.max_n_ctx} (trained)" if n_ctx_train and row.max_n_ctx >= n_ctx_train else str(row.max_n_ctx)
+    if n_ctx_train and row.max_n_ctx > n_ctx_train:  # the search went to the asked n_ctx, past the trained one
+        return f"{row.max_n_ctx} (asked)"
+    return f"{row.max_n_ctx} (trained)" if n_ctx_train and row.max_n_ctx == n_ctx_train else str(row.max_n_ctx)
 
 
 def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:

@@ -117,6 +117,7 @@ def roofline_series(bench: list) -> list[dict]:
                                    r.roofline.full_gqa_attention_flops)
 
         points = [{"depth": r.test.depth, "measured": r.avg_ts, "predicted": model.tokens_per_second(_cost(r)),
+                   "calibrated": r is lo or r is hi,
                    "full_gqa": model.tokens_per_second(gqa(r)), "mbu": r.roofline.mbu,
                    "bytes_per_token": r.roofline.bytes_per_token, "achieved_gbps": r.roofline.achieved_gbps}
                   for r in records]
@@ -129,12 +130,15 @@ def roofline_series(bench: list) -> list[dict]:
 def _roofline_md(series: list[dict]) -> str:
     lines = []
     for s in series:
-        compute = (f" + attention FLOPs / {s['compute_tflops']:.3f} TFLOPS" if math.isfinite(s["compute_tflops"])
-                   else ", attention compute not limiting")
+        tflops = s["compute_tflops"]
+        compute = (", attention compute not limiting" if not math.isfinite(tflops)
+                   else f" + attention FLOPs / {tflops:.2f} TFLOPS" if tflops >= 1
+                   else f" + attention FLOPs / {tflops * 1e3:.3g} GFLOPS")
         lines.append(f"**{s['label']}**: time per token = bytes / {s['bandwidth_gbps']:.1f} GB/s{compute} "
                      f"({s['basis']}); measured peak bandwidth {s['peak_gbps']} GB/s\n")
         rows = [[f"{p['depth']:,}", f"{p['bytes_per_token'] / MIB:.1f}", f"{p['measured']:.2f}",
-                 f"{p['predicted']:.2f}", f"{(p['predicted'] - p['measured']) / p['measured'] * 100:+.1f}%",
+                 f"{p['predicted']:.2f}", "calibrated here" if p.get("calibrated")
+                 else f"{(p['predicted'] - p['measured']) / p['measured'] * 100:+.1f}%",
                  "-" if p["mbu"] is None else f"{p['mbu'] * 100:.1f}%", f"{p['full_gqa']:.2f}"] for p in s["points"]]
         lines.append(render_markdown(["depth", "MiB/token", "measured t/s", "model t/s", "error", "MBU",
                                       "full GQA t/s (model)"], rows, align="rrrrrrr"))
@@ -196,7 +200,7 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
     if results.bench:
         written += plots.speed_vs_depth(out_dir, name, results.bench)
     if series:
-        written += plots.roofline(out_dir, name, series)
+        written += plots.roofline(out_dir, name, series, twin=any(r.model.is_twin for r in results.bench))
     components = _components(results)
     if components:
         written += plots.theory_vs_measured(out_dir, name, components)

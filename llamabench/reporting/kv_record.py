@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from ..core import serial
 from ..memory.allocations import bytes_equal
 from ..memory.fit_result import FitResult
-from ..memory.footprint import compute_footprint
+from ..memory.footprint import compute_footprint, pad
 from ..memory.inspection import Inspection
 from ..records.bench import BenchRecord
 from ..records.inspect import VerifyRecord
@@ -131,7 +131,7 @@ class MeasuredQuality:
 def _timed(bench: list[BenchRecord], n_ctx: int, kv_types: tuple[str, str] = ("f16", "f16")) -> list[BenchRecord]:
     """The timed tests of these KV types at this context from one machine (the one measured last); Llama() contexts
     where there are any (the methodology's), else llama-server's."""
-    ok = [r for r in bench if r.ok and r.params.n_ctx == n_ctx and (r.params.type_k, r.params.type_v) == kv_types]
+    ok = [r for r in bench if r.ok and pad(r.params.n_ctx) == n_ctx and (r.params.type_k, r.params.type_v) == kv_types]
     ok = [r for r in ok if r.runtime != Runtime.LLAMA_SERVER] or ok
     if not ok:
         return []
@@ -211,7 +211,7 @@ def _notes(ins: Inspection, bench: list[BenchRecord], timed: list[BenchRecord], 
     if timed and by_depth:
         notes.append("by depth: " + "; ".join(
             f"d{b['depth']}: prefill {b['prefill_tok_s']} t/s, decode {b['decode_tok_s']} t/s" for b in by_depth))
-    others = (sorted({r.series for r in bench if r.ok and r.params.n_ctx == context_length} - {timed[0].series})
+    others = (sorted({r.series for r in bench if r.ok and pad(r.params.n_ctx) == context_length} - {timed[0].series})
               if timed else [])
     if others:
         notes.append("also measured on: " + ", ".join(others) + " (see report.md)")

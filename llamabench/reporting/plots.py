@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.stats import SPREAD_WARNING
 from ..core.units import GIB
 from ..jobs.fit.advice import short_placement
 from ..memory.footprint import KvPoint
@@ -148,9 +149,11 @@ def speed_vs_depth(out_dir: Path, name: str, bench: list) -> list[Path]:
         key = (r.series, p.n_ctx, p.type_k, p.type_v, p.flash_attn)
         s = series.setdefault(key, {"pp": [], "tg": []})
         s[str(r.test.kind)].append((r.test.depth, r.avg_ts, r.stddev_ts))
+        s.setdefault("noisy", []).append(bool(r.spread and r.spread > SPREAD_WARNING))
     several = len({k[0] for k in series}) > 1
     for (machine, n_ctx, tk, tv, fa), s in sorted(series.items()):
-        label = (f"{machine}: " if several else "") + f"n_ctx {n_ctx:,}, {tk}/{tv}, fa {'on' if fa else 'off'}"
+        label = ((f"{machine}: " if several else "") + f"n_ctx {n_ctx:,}, {tk}/{tv}, fa {'on' if fa else 'off'}"
+                 + (f" (noisy: t/s varied > {SPREAD_WARNING:.0%})" if any(s.get("noisy", ())) else ""))
         for ax, kind in ((ax_pp, "pp"), (ax_tg, "tg")):
             pts = sorted(s[kind])
             if pts:
@@ -165,7 +168,9 @@ def speed_vs_depth(out_dir: Path, name: str, bench: list) -> list[Path]:
             ax.legend(fontsize=7)
     twin = any(r.model.is_twin for r in bench)
     machines = sorted({k[0] for k in series})
-    fig.suptitle(f"{name}: speed at depth" + (" (geometry twin)" if twin else "")
+    stand_in = ("\ntimed on its geometry twin (the real layer layout, tiny widths): how speed changes with depth, "
+                "not the published model's speed")
+    fig.suptitle(f"{name}: speed at depth" + (stand_in if twin else "")
                  + ("" if several or not machines else f", {machines[0]}"), fontsize=10)
     return _save(fig, out_dir, "speed_vs_depth")
 
@@ -192,7 +197,7 @@ def theory_vs_measured(out_dir: Path, name: str,
     return _save(fig, out_dir, "theory_vs_measured")
 
 
-def roofline(out_dir: Path, name: str, series: list[dict]) -> list[Path]:
+def roofline(out_dir: Path, name: str, series: list[dict], *, twin: bool = False) -> list[Path]:
     """Measured decode t/s against depth, the calibrated speed model, its full-GQA counterfactual, and the MBU."""
     plt = _plt()
     fig, (ax, ax_mbu) = plt.subplots(1, 2, figsize=(10, 4.4), gridspec_kw={"width_ratios": [3, 2]},
@@ -217,6 +222,7 @@ def roofline(out_dir: Path, name: str, series: list[dict]) -> list[Path]:
     ax_mbu.set_title("bytes per token x t/s / measured peak", fontsize=10)
     ax_mbu.set_ylim(bottom=0)
     fig.suptitle(f"{name}: decode speed against the bytes each token reads"
+                 + (" (timed on its geometry twin, a small stand-in)" if twin else "")
                  + (f"\n{series[0]['label']}; model {series[0]['basis']}" if single else ""), fontsize=10)
     return _save(fig, out_dir, "roofline")
 

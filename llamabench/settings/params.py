@@ -31,6 +31,7 @@ from .values import (
     file_or_url,
     flash_attn,
     fraction,
+    gpu_layers,
     hf_repo_model,
     int_at_least_minus_one,
     nonneg_float,
@@ -136,8 +137,9 @@ class Params:
                               "run a batch's ops on the card even where their weights are in system RAM, copying the "
                               "weights over (llama.cpp's default; off: llama-server's --no-op-offload)",
                               negated=("-nopo", "--no-op-offload"))
-    n_gpu_layers: int = option(["-ngl", "--n-gpu-layers", "--gpu-layers"], nonneg_int, 0,
-                               "layers on the GPU, the output layer counting as one (99: all)")
+    n_gpu_layers: int = option(["-ngl", "--n-gpu-layers", "--gpu-layers"], gpu_layers, 0,
+                               "layers on the GPU, the output layer counting as one, or all (bench's default "
+                               "where a GPU backend is present, as llama-bench's)", shown_default="all on a GPU build")
     n_cpu_moe: int = option(["-ncmoe", "--n-cpu-moe"], nonneg_int, 0,
                             "keep the routed experts of the first N layers in system RAM")
     tensor_split: tuple[float, ...] = option(  # (): by free memory

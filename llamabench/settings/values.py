@@ -47,6 +47,17 @@ def nonneg_int(text) -> int:
     return _uint(text, 0)
 
 
+ALL_LAYERS = 999  # -ngl all: more layers than any model has (llama.cpp caps it at the model's n_layer + 1)
+
+
+def gpu_layers(text) -> int:
+    """-ngl as llama.cpp's common/arg.cpp takes it: a number, or `all` (every layer and the output); `auto` is read
+    by the job that takes it (fit: searched; bench: all where a GPU backend is present), here as `all`."""
+    if isinstance(text, str) and text.strip().lower() in ("all", "auto"):
+        return ALL_LAYERS
+    return _uint(text, 0)
+
+
 def tokens(text) -> int:
     """A token count: 4096, 32k (x 1024), 1M (x 1024^2). Used for n_ctx, depths, prompt and generation lengths."""
     if isinstance(text, int) and not isinstance(text, bool):
@@ -310,4 +321,4 @@ def path(value) -> Path:
 
 
 # the parsers whose list values take llama-bench's ranges
-INT_PARSERS = (tokens, positive_int, nonneg_int, percent, threads)
+INT_PARSERS = (tokens, positive_int, nonneg_int, percent, threads, gpu_layers)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import logging
 import os
 import re
+import socket
 import threading
+from urllib.parse import urlsplit
 
 from ..core.safe_text import escaped
 from .paths import HTTP_TIMEOUT_ENV, http_timeout
@@ -107,7 +109,9 @@ def repo_listing(repo: str, revision: str | None, shown: str) -> dict[str, int]:
     (LLAMABENCH_HTTP_TIMEOUT, the whole listing): huggingface_hub waits for ever on a server that stalls, so the
     listing runs in a thread the tool leaves (its retries kept quiet: the hub's log stays at CRITICAL while it
     runs)."""
-    hub_log = logging.getLogger("huggingface_hub")
+    from huggingface_hub.utils import logging as hub_logging  # configures its logger on first use: then quiet it
+
+    hub_log = hub_logging.get_logger()
     level = hub_log.level
     hub_log.setLevel(logging.CRITICAL)  # its retry warnings would make a second line: the error says it once
     outcome: dict = {}
@@ -134,7 +138,9 @@ def _list_into(outcome: dict, repo: str, revision: str | None) -> None:
         from huggingface_hub import HfApi, get_token
         from huggingface_hub.hf_api import RepoFile
 
-        api = HfApi(endpoint=(os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None, token=get_token())
+        endpoint = (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None
+        _reachable(endpoint or "https://huggingface.co")  # offline: one line now, not 24 s of the hub's retries
+        api = HfApi(endpoint=endpoint, token=get_token())
         files = {}
         for entry in api.list_repo_tree(repo, revision=revision or None, recursive=True):  # page by page
             if isinstance(entry, RepoFile):
@@ -144,6 +150,18 @@ def _list_into(outcome: dict, repo: str, revision: str | None) -> None:
         outcome["files"] = files
     except Exception as exc:  # huggingface_hub's and requests' errors alike: one line
         outcome["error"] = exc
+
+
+def _reachable(endpoint: str) -> None:
+    """OSError where the hub cannot be reached at all (no network, nothing listening): the hub client would retry
+    it for 24 s. One connection, within the HTTP deadline, closed at once."""
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname or "", port), timeout=min(10.0, http_timeout())).close()
+    except (OSError, UnicodeError) as exc:
+        why = (exc.strerror or str(exc)) if isinstance(exc, OSError) else str(exc)
+        raise OSError(f"{parts.hostname}:{port} cannot be reached ({why})") from None
 
 
 def expand(model: str) -> str:

@@ -1,5 +1,5 @@
 """bench --runtime llama-server: llama.cpp's own llama-server (built by the tests' tool build) on the real Gemma 3
-270M, through its HTTP API, depths 0 and 1024, two parallel requests on two slots. The client's numbers are
+270M, through its HTTP API, depths 0, 256 and 1024, two parallel requests on two slots. The client's numbers are
 checked against the server's own `timings` in each response: the prompt tokens it processed are the test's P
 (the depth came from its prompt cache), the tokens it generated the test's N, and the client's t/s per request
 within a sane factor of the server's."""
@@ -25,7 +25,7 @@ except EngineError as exc:
 else:
     WHY = ""
 needs_server = pytest.mark.skipif(BINARY is None, reason=f"no llama-server to bench: {WHY}")
-P, N, DEPTHS = 64, 8, (0, 1024)
+P, N, DEPTHS = 64, 8, (0, 256, 1024)  # 256: inside Gemma 3's 512-token window, reused from a checkpoint
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +41,8 @@ def run(gemma, tmp_path_factory):
 @needs_server
 def test_every_test_measured_through_the_server_with_its_command(run):
     bench, _ = run
-    assert [r.test.name for r in bench.records] == ["pp64", "tg8", "pp64 @ d1024", "tg8 @ d1024"]
+    assert [r.test.name for r in bench.records] == ["pp64", "tg8", "pp64 @ d256", "tg8 @ d256", "pp64 @ d1024",
+                                                    "tg8 @ d1024"]
     for r in bench.records:
         assert r.ok, r.reason
         assert r.runtime == "llama-server" and r.concurrency == 2 and r.server.slots == 2
@@ -68,8 +69,19 @@ def test_numbers_agree_with_the_servers_own_timings(run):
         assert own and 0.33 < client / own < 1.5, (r.test.name, client, own)
         # two parallel requests: the total is more than one request's and at most two of them
         assert 0.8 * client < r.avg_ts < 2.6 * client, (r.test.name, r.avg_ts, client)
-    pp0, pp1024 = bench.records[0], bench.records[2]
+    pp0, pp1024 = bench.records[0], bench.records[4]
     assert pp1024.server.fill_ms and pp0.server.fill_ms is None
+
+
+@needs_server
+def test_a_pure_attention_model_at_a_shallow_depth_is_reused_whole(qwen, tmp_path):
+    """Qwen2.5 rolls its cache back: every repetition at a depth finds the depth in the prompt cache, as Gemma 3's
+    sliding window does from a checkpoint (the fill goes the checkpoint's offset past it, and again before each
+    repetition)."""
+    bench = lb.bench(str(qwen), runtime="llama-server", n_ctx=1024, n_depth=[256], n_prompt=32, n_gen=4,
+                     repetitions=2, n_threads=1, repack=False, results=tmp_path / "bench.jsonl")
+    assert all(r.ok for r in bench.records), [r.reason for r in bench.records]
+    assert all(q.cache_n == 256 for r in bench.records for q in r.server.requests)
 
 
 @needs_server

@@ -9,12 +9,13 @@ from typing import Any
 
 from ...core.errors import LlamabenchError, UsageError
 from ...core.safe_text import shell_word
+from ...llama import ggml_devices
 from ...memory import speculative
 from ...memory.footprint import pad
 from ...settings.bench_tests import BenchTest, bench_tests
 from ...settings.params import SCHEMA, Params
 from ...settings.sweep import expand, parse_value
-from ...settings.values import Runtime
+from ...settings.values import ALL_LAYERS, Runtime
 from ...world import paths, sysinfo
 from ..arguments import call_values
 from ..source import ModelSource, resolve
@@ -70,6 +71,12 @@ def check_room(configurations, tests) -> None:
                          hint=f"raise -c to {need:,}, or leave -c out to size it from the tests")
 
 
+def default_gpu_layers(rpc: bool) -> int:
+    """-ngl not given (or auto): every layer on the GPU where a GPU backend is present or --rpc names hosts, as
+    llama-bench's default (-1: all); none on a CPU build (its layers are on the CPU whatever -ngl says)."""
+    return ALL_LAYERS if rpc or ggml_devices.supports_gpu_offload() else 0
+
+
 def plan_bench(model: str, params: dict[str, Any], *, n_prompt=None, n_gen=None, n_depth=None, repetitions=None,
                results=None, rpc=None, server: ServerOptions | None = None) -> BenchPlan:
     """`lb.bench`'s arguments checked and expanded (`params`: the schema's, by name); results=None:
@@ -81,6 +88,8 @@ def plan_bench(model: str, params: dict[str, Any], *, n_prompt=None, n_gen=None,
         raise UsageError(f"{', '.join(only)}: llama-server's slots, only with --runtime llama-server",
                          hint="a Llama() context of llama-bench's kind has one sequence")
     values = call_values(params, names, lists)
+    if params.get("n_gpu_layers") in (None, (), []) or str(params.get("n_gpu_layers")).strip().lower() == "auto":
+        values["n_gpu_layers"] = (default_gpu_layers(rpc not in (None, "", ())),)
     if server and rpc not in (None, "", ()):
         raise UsageError("--rpc spreads a Llama() context; through llama-server give its own --rpc in --server-cmd")
     hosts = parse_value("rpc", rpc, listed=False) if rpc not in (None, "", ()) else ()

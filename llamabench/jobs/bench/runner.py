@@ -120,16 +120,20 @@ def _measurement(params: Params, test: BenchTest, repetitions: int, samples_ns: 
 
 
 def _failure(child, params: Params, rpc) -> str:
-    """Why the tests a child did not report failed: its own failure, and what can kill it by a signal."""
+    """Why the tests a child did not report failed: its own failure, and what can kill it by a signal, the advice
+    first (a table shows a reason's start)."""
     failure = child.failure or "the child process ended before this test"
-    return failure + _died_why(params, rpc) if child.returncode < 0 and not child.stalled else failure
+    return f"llama.cpp {failure}: {_died_why(params, rpc)}" if child.returncode < 0 and not child.stalled \
+        and _died_why(params, rpc) else failure
 
 
 def _died_why(params, rpc) -> str:
-    """What can kill llama.cpp by a signal in a bench, in words: a --rpc host that closed or answered garbage (its
-    client aborts), and the CPU's repacked weights (CPU_REPACK / AMX faults on some CPUs)."""
+    """What can kill llama.cpp by a signal in a bench, in words, the remedy first: the CPU's repacked weights
+    (CPU_REPACK / AMX fault on some CPUs), and a --rpc host that closed or answered garbage (its client aborts)."""
     hosts = [rpc] if isinstance(rpc, str) else list(rpc or ())
-    causes = [f"a --rpc host ({', '.join(hosts)}) that closed the connection or answered garbage"] if hosts else []
-    if params.repack:
-        causes.append("the CPU's repacked weights (CPU_REPACK / AMX): rerun with --repack 0 to rule them out")
-    return "; llama.cpp died by a signal: " + ", or ".join(causes) if causes else ""
+    causes = ["rerun with --repack 0 (-nr 1): the CPU's repacked weights (CPU_REPACK / AMX) fault on some CPUs"] \
+        if params.repack else []
+    if hosts:
+        causes.append(f"check the --rpc host ({', '.join(hosts)}): one that closed the connection or answered "
+                      "garbage aborts its client")
+    return "; or ".join(causes)

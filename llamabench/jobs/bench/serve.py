@@ -36,6 +36,8 @@ from ...settings.values import Runtime
 from .runner import Event, PendingCells, SweepOutcome
 
 WARMUP_TOKENS = 16
+CALIBRATION_TOKENS = 64  # the depth the checkpoint offset is measured at
+MAX_FILL_PAST = 16  # a fill goes at most this far past a depth (llama-server's checkpoint offset is 4, + BOS)
 CONTEXT_FLAGS = {flag: name for name in ("n_ctx", "type_k", "type_v", "flash_attn", "n_seq", "n_batch", "n_ubatch",
                                          "n_gpu_layers", "n_cpu_moe", "n_threads", "tensor_split", "split_mode",
                                          "main_gpu") for flag in SCHEMA[name].flags}
@@ -98,7 +100,9 @@ class Session:
         # the middle of the vocabulary (a twin's has 259 tokens); unknown: ids every real vocabulary holds
         lo, hi = (info.n_vocab // 10, info.n_vocab * 8 // 10) if info.n_vocab >= 20 else (100, 1000)
         self.lo, self.hi = lo, max(hi, lo + 1)
-        self.prefix = [self.fresh(longest) for _ in range(concurrency)]
+        self.prefix = [self.fresh(longest + MAX_FILL_PAST) for _ in range(concurrency)]
+        self.fill_past = 0  # tokens filled past a depth so that the server's checkpoint lands on it (calibrate)
+        self.touched = False  # a request since the last fill: a checkpoint-restored context drifts a token a reuse
         self.pool = ThreadPoolExecutor(max_workers=concurrency) if concurrency > 1 else None
         # what the server allocated, from its own log (a server it started: -lv 4); None when attached (--url)
         log = server.log() if server.argv else ""
@@ -125,17 +129,42 @@ class Session:
 
     def warm_up(self) -> None:
         self.parallel([{"prompt": self.fresh(WARMUP_TOKENS), "n_predict": 2} for _ in range(self.concurrency)])
+        self.calibrate()
+
+    def calibrate(self) -> None:
+        """How many tokens short of a filled depth a follow-up finds in the cache. A model whose memory cannot be
+        rolled back (SWA without swa_full, recurrent state) is reused from a context checkpoint, which llama-server
+        makes 4 tokens before a prompt's end (and 4 + n_ubatch; server-context.cpp: checkpoint_offsets, BOS
+        counted); a fill that many tokens past the depth puts the checkpoint on it. 0 for a model that rolls back."""
+        base = [self.fresh(CALIBRATION_TOKENS + MAX_FILL_PAST) for _ in range(self.concurrency)]
+        self.parallel([{"prompt": b[:CALIBRATION_TOKENS], "n_predict": 0} for b in base])
+        probe = self.parallel([{"prompt": b[:CALIBRATION_TOKENS] + self.fresh(WARMUP_TOKENS), "n_predict": 1}
+                               for b in base])
+        cached = [_count(a.timings, "cache_n") for a in probe if "cache_n" in a.timings]
+        short = CALIBRATION_TOKENS - min(cached) if cached else 0
+        self.fill_past = short if 0 < short <= MAX_FILL_PAST else 0
 
     def fill(self, depth: int) -> float:
-        """Every slot in use to `depth` through the prompt cache; the server's prompt ms (the slowest slot)."""
+        """Every slot in use to `depth` through the prompt cache (and `fill_past` tokens on, where the server
+        reuses a checkpoint); the server's prompt ms (the slowest slot)."""
         if depth == 0:
             return 0.0
-        answers = self.parallel([{"prompt": p[:depth], "n_predict": 0} for p in self.prefix])
+        end = min(depth + self.fill_past, self.info.n_ctx_slot - 1) if self.info.n_ctx_slot else depth + self.fill_past
+        answers = self.parallel([{"prompt": p[:end], "n_predict": 0} for p in self.prefix])
+        self.touched = False
         return max(_ms(a.timings, "prompt_ms") for a in answers)
+
+    def refill(self, depth: int) -> None:
+        """Before a repetition on a model reused from checkpoints: each reuse restores the checkpoint one token
+        earlier (and makes the next there), so the depth is filled again, a few tokens, untimed."""
+        if self.fill_past and self.touched and depth:
+            self.fill(depth)
 
     def time(self, test: BenchTest) -> tuple[int, tuple[ServerRequest, ...]]:
         """One repetition of a test on every slot in use: the sample (ns) and each request."""
         d = test.depth
+        self.refill(d)
+        self.touched = True
         if test.kind is TestKind.PP:
             answers = self.parallel([{"prompt": p[:d] + self.fresh(test.n_tokens), "n_predict": 1}
                                      for p in self.prefix])
@@ -221,8 +250,7 @@ def run_server_sweep(model: str, configurations: list[Params], tests: list[Bench
         except (EngineError, OSError) as exc:
             for test in todo:
                 if test not in kept:
-                    keep(Measurement(params=params, test=test, repetitions=repetitions, reason=str(exc)[:2000],
-                                     runtime=Runtime.LLAMA_SERVER.value))
+                    keep(_failed(params, test, repetitions, str(exc)))
         notify("cell_done", {"index": index, "total": len(configurations), "params": params})
     return SweepOutcome(cells.skipped)
 
@@ -259,16 +287,30 @@ def _run_configuration(model: str, params: Params, todo: list[BenchTest], repeti
         try:
             session.warm_up()
             for depth, group in groupby(todo, key=lambda t: t.depth):
-                fill_ms = session.fill(depth)
+                group = list(group)
+                try:
+                    fill_ms = session.fill(depth)
+                except EngineError as exc:  # this depth fails; the deeper ones are tried still
+                    for test in group:
+                        keep(_failed(params, test, repetitions, f"filling the context to {depth}: {exc}"))
+                    continue
                 shown = []
                 for test in group:
-                    m = _measure(session, server, params, test, repetitions, fill_ms)
+                    try:
+                        m = _measure(session, server, params, test, repetitions, fill_ms)
+                    except EngineError as exc:  # one test fails, the server and the later depths go on
+                        m = _failed(params, test, repetitions, str(exc))
                     keep(m)
                     shown.append(m)
                 notify("depth", {"depth": depth, "fill_ms": fill_ms, "slots": options.concurrency,
                                  "measurements": shown})
         finally:
             session.close()
+
+
+def _failed(params: Params, test: BenchTest, repetitions: int, reason: str) -> Measurement:
+    return Measurement(params=params, test=test, repetitions=repetitions, reason=reason[:2000],
+                       runtime=Runtime.LLAMA_SERVER.value)
 
 
 def _measure(session: Session, server: serving.Started, params: Params, test: BenchTest, repetitions: int,

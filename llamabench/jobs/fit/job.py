@@ -83,11 +83,19 @@ def run_fit(request: FitRequest, source: ModelSource | None = None) -> FitAnswer
         session.model_words += ("--no-mmproj",)  # -hf loads the repository's projector too, unless told not to
     if any(p.kind is PlacementKind.N_CPU_MOE for p in request.placements) and not session.weights.has_experts():
         raise UsageError(f"{request.model} has no routed experts: --n-cpu-moe does not apply")
-    result = session.evaluate(list(request.budgets), list(request.contexts), list(request.pairs),
+    result = session.evaluate(list(request.budgets), trained_contexts(request.contexts, session.geometry),
+                              list(request.pairs),
                               list(request.placements) or None, server_args=server_args)
     result = replace(result, seconds=time.perf_counter() - start)
     verification = verify_fit(result, session, given=bool(request.placements)) if request.verify else None
     return FitAnswer(source, result, verification)
+
+
+def trained_contexts(contexts: tuple[int, ...], geometry: ModelGeometry) -> list[int]:
+    """-c 0 is the trained context, as llama.cpp reads it (n_ctx 0: n_ctx_train), each context once."""
+    if 0 in contexts and not geometry.n_ctx_train:
+        raise UsageError(f"n_ctx 0 is the trained context, and {geometry.architecture}'s file states none: give -c")
+    return list(dict.fromkeys(c or geometry.n_ctx_train for c in contexts))
 
 
 def session_args(request: FitRequest, source: ModelSource, session: "FitSession") -> tuple[str, ...]:

@@ -125,8 +125,6 @@ def fit_request(model: str, params: dict[str, Any], *, vram=None,
     config = runtime_config(runtime, n_seq=n_seq, kv_unified=kv_unified or None, cache_ram=cache_ram,
                             ctx_checkpoints=ctx_checkpoints)
     contexts = list(values["n_ctx"])
-    if any(c == 0 for c in contexts):
-        raise UsageError("n_ctx 0 is not allowed in fit: give the context length")
     pairs = cache_pairs(values["type_k"], values["type_v"])
     placements = _placements(values, params)
     _check_runtime(config, placements, cache_ram is not None or ctx_checkpoints is not None)
@@ -268,9 +266,12 @@ def _draft_devices(device_draft, model_draft, budgets: list[Budget], rpc_hosts: 
 
 
 def _placements(values: dict[str, Any], params: dict[str, Any]) -> list[Placement]:
-    """-ngl and --n-cpu-moe as given; none given (an empty list): fit searches the placements."""
+    """-ngl and --n-cpu-moe as given; none given (an empty list), or -ngl auto: fit searches the placements, as
+    llama.cpp's -ngl auto fits them to the memory."""
     given = {name: values[name] if params.get(name) not in (None, (), []) else ()
              for name in ("n_gpu_layers", "n_cpu_moe")}
+    if str(params.get("n_gpu_layers", "")).strip().lower() == "auto":
+        given["n_gpu_layers"] = ()
     return ([Placement(PlacementKind.NGL, n) for n in given["n_gpu_layers"]]
             + [Placement(PlacementKind.N_CPU_MOE, n) for n in given["n_cpu_moe"]])
 

@@ -1,0 +1,127 @@
+"""At the door, round 2: what a new user met, each held here. GPU defaults, readable advice where llama.cpp dies,
+small facts (-c 0 in fit, a context past the trained one, a misspelt card), and -hf without a network."""
+
+from __future__ import annotations
+
+import signal
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from llamabench.cli import main
+from llamabench.jobs.bench import plan
+from llamabench.jobs.bench.runner import _failure
+from llamabench.llama import serving
+from llamabench.settings.params import Params
+from llamabench.settings.sweep import parse_value
+from llamabench.settings.values import ALL_LAYERS
+
+
+def test_bench_puts_every_layer_on_the_gpu_where_there_is_one(monkeypatch):
+    """llama-bench's default is every layer on the GPU: a plain bench on a CUDA build times the GPU, not the CPU."""
+    monkeypatch.setattr(plan.ggml_devices, "supports_gpu_offload", lambda: True)
+    assert plan.default_gpu_layers(rpc=False) == ALL_LAYERS
+    monkeypatch.setattr(plan.ggml_devices, "supports_gpu_offload", lambda: False)
+    assert plan.default_gpu_layers(rpc=False) == 0 and plan.default_gpu_layers(rpc=True) == ALL_LAYERS
+
+
+def test_ngl_takes_all_and_auto_as_llama_cpp_does():
+    assert parse_value("n_gpu_layers", "all", listed=True) == (ALL_LAYERS,)
+    assert parse_value("n_gpu_layers", "12,all", listed=True) == (12, ALL_LAYERS)
+    assert parse_value("n_gpu_layers", "auto", listed=False) == ALL_LAYERS
+
+
+def test_the_plan_says_where_the_layers_go(gemma, capsys):
+    assert main(["bench", str(gemma), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "layers: all on the CPU (-ngl 0: this build has no GPU backend)" in out
+
+
+@pytest.mark.parametrize("repack, says", [(True, "llama.cpp killed by SIGILL: rerun with --repack 0"),
+                                          (False, "killed by SIGILL")])
+def test_a_child_killed_by_a_fault_says_the_remedy_first_on_one_line(repack, says):
+    child = SimpleNamespace(failure="killed by SIGILL", returncode=-signal.SIGILL, stalled=False)
+    reason = _failure(child, Params(repack=repack), None)
+    assert reason.startswith(says) and "\n" not in reason
+
+
+def test_llama_server_killed_before_it_listened_is_one_readable_line():
+    assert serving.exit_words(-signal.SIGILL) == "was killed by SIGILL"
+    assert "rerun with -nr" in serving.signal_advice(-signal.SIGILL) and not serving.signal_advice(-signal.SIGTERM)
+    assert serving.last_lines("a\n\nb\nc\n") == "b | c"
+
+
+def test_fit_c_0_is_the_trained_context(gemma, capsys):
+    """fit --help says -c 0 is the trained length, as llama.cpp reads n_ctx 0: so it is."""
+    assert main(["fit", str(gemma), "-c", "0", "--vram", "4GiB", "-ctk", "f16", "-ctv", "f16"]) == 0
+    out = capsys.readouterr().out
+    assert "fit at n_ctx 32768; trained context 32,768" in out and "32768 (trained)" in out
+
+
+def test_a_context_past_the_trained_one_is_not_called_trained(gemma, capsys):
+    """Gemma 3 270M is trained on 32,768: a fit asked 131072 that holds it says so, not "131072 (trained)"."""
+    assert main(["fit", str(gemma), "-c", "131072", "--vram", "4GiB", "-ctk", "q8_0", "-ctv", "q8_0"]) == 0
+    out = capsys.readouterr().out
+    assert "131072 (trained)" not in out and "131072 (asked)" in out
+
+
+def test_a_misspelt_card_gets_its_name_suggested(capsys):
+    with pytest.raises(SystemExit) as exit_:  # argparse's own exit: 2
+        main(["fit", "qwen3-5-35b-a3b", "--vram", "rtx4090"])
+    assert exit_.value.code == 2 and "did you mean rtx-4090?" in capsys.readouterr().err
+
+
+def test_an_unreachable_hub_fails_in_one_quiet_line_at_once(monkeypatch, capsys):
+    """Offline (nothing listening), -hf names the host and its reason in one line, without the hub client's minute
+    of "Retrying in 8s" lines."""
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    start = time.monotonic()
+    assert main(["fit", "-hf", "unsloth/Qwen3-8B-GGUF:Q4_K_M"]) != 0
+    err = capsys.readouterr().err
+    assert time.monotonic() - start < 10 and "Retrying" not in err and len(err.strip().splitlines()) == 1
+    assert "127.0.0.1:9 cannot be reached" in err
+
+
+def test_a_report_of_two_runs_keeps_each_records_numbers_its_own(gemma, tmp_path):
+    """report runA.jsonl runB.jsonl, one run with f16 KV and one with q8_0 at -c 36 (llama.cpp pads it to 256):
+    the layout, the theory table and record.json all speak of the f16 base, and the record is measured."""
+    import json
+
+    import llamabench as lb
+    from llamabench.records.bench import BenchRecord
+    from llamabench.records.records import append
+    from llamabench.settings.bench_tests import BenchTest, TestKind
+
+    ref = lb.inspect(str(gemma), n_ctx=256).model
+    files = []
+    for kv in ("f16", "q8_0"):
+        path = tmp_path / f"run-{kv}.jsonl"
+        for test in (BenchTest(TestKind.PP, 32, 0), BenchTest(TestKind.TG, 4, 0)):
+            append(path, BenchRecord(model=ref, params=Params(n_ctx=36, type_k=kv, type_v=kv, n_threads=2),
+                                     test=test, repetitions=2, samples_ns=(500_000_000, 520_000_000)))
+        files.append(path)
+    report = lb.report(files, out_dir=tmp_path / "out")
+    (model,) = report.models
+    record = json.loads((tmp_path / "out" / "record.json").read_text())
+    record = record[0] if isinstance(record, list) else record
+    assert (record["type_k"], record["type_v"]) == ("f16", "f16") and record["kv_bytes_per_token"] == 3072
+    assert "no timed run" not in json.dumps(record) and record["measured_decode_tok_s"] is not None
+    assert "= 3,072 B/token" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_a_noisy_series_is_marked_where_its_numbers_are_shown(gemma):
+    """t/s that varied by more than 10% between repetitions: marked in the table, named in the one warning (the
+    bench's and the demo's)."""
+    import llamabench as lb
+    from llamabench.records.bench import BenchRecord
+    from llamabench.render.bench import speed_table, variance_warning
+    from llamabench.settings.bench_tests import BenchTest, TestKind
+
+    ref = lb.inspect(str(gemma), n_ctx=256).model
+    steady, noisy = (BenchRecord(model=ref, params=Params(n_ctx=256), test=BenchTest(TestKind.TG, 4, depth),
+                                 repetitions=2, samples_ns=samples)
+                     for depth, samples in ((0, (500_000_000, 510_000_000)), (128, (500_000_000, 900_000_000))))
+    table = speed_table([steady, noisy], "md")
+    assert table.count("(noisy)") == 1 and "tg4 @ d128" in variance_warning([steady, noisy])
+    assert variance_warning([steady]) is None
