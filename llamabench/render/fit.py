@@ -303,7 +303,6 @@ def render_text(result: FitResult, fmt: str = "text") -> str:
     name = escaped(str(result.model_name))  # a file's general.name, or its path
     out = [f"{name} ({result.architecture}): fit at n_ctx {', '.join(map(str, result.contexts))}"
            + (f"; trained context {result.n_ctx_train:,}" if result.n_ctx_train else "")]
-    out += [f"  {k:<10} {escaped(str(v))}" for k, v in result.basis.items()]  # -md and --mmproj name files
     for budget, n_ctx, rows in _groups(result):
         out.append("")
         size = (f"{budget.pool.ceiling_name} {_gib(budget.bytes)} GiB, {_gib(budget.pool.ram)} GiB of RAM less "
@@ -312,8 +311,10 @@ def render_text(result: FitResult, fmt: str = "text") -> str:
                    f"{'on' if rows[0].settings.flash_attn else 'off'}{_sized_for(result, rows[0])}; parts in GiB")
         out.append(_rows_table(result, rows, fmt))
         out += _verdicts(result, rows)
+    out += ["", "where each number comes from:"]  # below the answer: what a reader looks for first is the table
+    out += [f"  {k:<10} {escaped(str(v))}" for k, v in result.basis.items()]  # -md and --mmproj name files
     out += [""] + [f"note: {escaped(str(n))}" for n in result.notes]  # a note can quote an error that names a file
-    out.append(f"({len(result.rows)} rows in {result.seconds:.1f} s)")
+    out.append(f"({len(result.rows)} row{'' if len(result.rows) == 1 else 's'} in {result.seconds:.1f} s)")
     return "\n".join(out)
 
 

@@ -216,7 +216,8 @@ def roofline(out_dir: Path, name: str, series: list[dict], *, twin: bool = False
     ax.set_ylabel("decode tokens per second")
     ax.set_title("decode speed: measured, modelled, full-GQA counterfactual", fontsize=10)
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=7)
+    # below the axes, not over the data: a comparison's series names are long
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.16), ncol=1 if single else 2, frameon=False)
     ax_mbu.set_xlabel("depth")
     ax_mbu.set_ylabel("memory bandwidth utilisation (%)")
     ax_mbu.set_title("bytes per token x t/s / measured peak", fontsize=10)

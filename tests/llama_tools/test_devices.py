@@ -224,6 +224,22 @@ def test_the_printed_llama_server_line_allocates_the_fit_card_by_card(model, vra
     assert abs(host.kv - row.host.kv) <= PRINTED_TOLERANCE_BYTES
 
 
+@pytest.mark.slow
+@needs_rpc
+@needs_tools
+def test_the_mtp_draft_context_over_two_cards_is_what_the_fit_said():
+    """--spec-type draft-mtp on a GLM-4.5-Air-shaped twin split over two cards: the MTP context (the NextN layer's
+    KV and its compute) lands on the card of the last layers, beside the target's, every context summed; card by
+    card as llama-server allocates it."""
+    from llamabench.jobs.source import resolve
+    path = str(resolve("glm-4-5-air").gguf_for_llama())
+    record = lb.fit(path, vram="4GiB+4GiB", n_ctx=8192, type_k="f16", type_v="f16", reserve=0, backend="cpu",
+                    spec_type="draft-mtp", n_seq=1)
+    row = record.fit.recommended("4GiB+4GiB", 8192, "draft-mtp")
+    assert row is not None and len(row.placement.split) == 2
+    started_card_by_card(llama_server_command(record.fit, row), row, lines=2)
+
+
 # the command line ------------------------------------------------------------------------------
 def test_fit_json_rows_carry_each_device_then_the_host(capsys, gemma):
     assert main(["fit", str(gemma), "--vram", "400MiB+300MiB", "--ctx", "4096", "-ctk", "f16", "-ctv", "f16",

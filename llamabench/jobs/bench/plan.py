@@ -12,10 +12,12 @@ from ...core.safe_text import shell_word
 from ...llama import ggml_devices
 from ...memory import speculative
 from ...memory.footprint import pad
+from ...runtimes.registry import bench_runtime
+from ...runtimes.runtime import BenchDriver, ProgramRuntime
 from ...settings.bench_tests import BenchTest, bench_tests
 from ...settings.params import SCHEMA, Params
 from ...settings.sweep import expand, parse_value
-from ...settings.values import ALL_LAYERS, Runtime
+from ...settings.values import ALL_LAYERS
 from ...world import paths, sysinfo
 from ..arguments import call_values
 from ..source import ModelSource, resolve
@@ -44,14 +46,19 @@ class BenchPlan:
     server: ServerOptions | None = None  # --runtime llama-server: how to start (or reach) it
 
     @property
+    def program(self) -> ProgramRuntime:
+        """The runtime timed: a Llama() in a child, a llama-server started, or the one at --url."""
+        return bench_runtime(self.server is not None, self.server.url if self.server else None)
+
+    @property
     def runtime(self) -> str:
-        return str(Runtime.LLAMA_SERVER if self.server else Runtime.LLAMA_CPP_PYTHON)
+        return self.program.record_name
 
     def server_command(self, params: Params) -> str:
         """What the plan starts for one configuration (--dry-run), or the URL it attaches to."""
         if self.server is None:
             return ""
-        if self.server.url:
+        if self.program.bench_driver is BenchDriver.ATTACHED:
             return f"attach to {self.server.url}"
         try:
             argv = self.server.argv(params, str(self.source.path or self.source.label))

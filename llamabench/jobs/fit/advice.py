@@ -18,7 +18,8 @@ def describe_one(p: Placement, n_layer_all: int) -> str:
     if p.kind is PlacementKind.RAM:
         return "everything in system RAM"
     if p.kind is PlacementKind.N_CPU_MOE:
-        return f"experts of layers 0-{p.value - 1} in RAM (--n-cpu-moe {p.value})"
+        layers = "layer 0" if p.value == 1 else f"layers 0-{p.value - 1}"
+        return f"experts of {layers} in RAM (--n-cpu-moe {p.value})"
     if p.value > n_layer_all:
         return f"all {n_layer_all + 1} layers on the card (-ngl {p.value})"
     return f"{p.value} of {n_layer_all + 1} layers on the card (-ngl {p.value})"
