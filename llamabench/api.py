@@ -22,7 +22,7 @@ from typing import Callable
 
 from .core import serial
 from .core.errors import LlamabenchError, UsageError
-from .jobs.arguments import flag, model_argument
+from .jobs.arguments import flag, model_argument, path_option
 from .jobs.bench.job import run_bench
 from .jobs.bench.plan import BENCH_LISTS as BENCH_LISTS
 from .jobs.bench.plan import BENCH_PARAMS as BENCH_PARAMS
@@ -75,7 +75,8 @@ def inspect(model: str, *, results: PathLike | None = None, runtime=None, model_
     context `runtime` creates: llama-server (the default, as `fit`: 4 unified slots unless n_seq / kv_unified
     say otherwise) or llama-cpp-python (Llama(): one sequence); `model_draft` (llama-server's -md) sizes the
     draft model's own context beside it."""
-    return save(results, inspect_record(model_argument(model), params, runtime, model_draft))
+    return save(path_option("results", results),
+                inspect_record(model_argument(model), params, runtime, path_option("model_draft", model_draft)))
 
 
 # verify ----------------------------------------------------------------------------------------
@@ -83,7 +84,8 @@ def verify(model: str, *, results: PathLike | None = None, runtime=None, model_d
     """Theory against llama.cpp's own `llama_kv_cache: size` / `llama_memory_recurrent: size` lines (a dry run), in
     the context `runtime` creates (llama-server by default, as `inspect` and `fit`); `model_draft` (-md): the draft
     model's own context is dry-run and checked too."""
-    return save(results, verify_record(model_argument(model), params, runtime, model_draft))
+    return save(path_option("results", results),
+                verify_record(model_argument(model), params, runtime, path_option("model_draft", model_draft)))
 
 
 def verify_matrix(model: str) -> MatrixResult:
@@ -115,16 +117,18 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     `reserve` for the OS (default 4 GiB)."""
     request = fit_request(model_argument(model), params, vram=vram, ram=ram,
                           cpu_only=flag("cpu_only", cpu_only), reserve=reserve, verify=flag("verify", verify),
-                          emulate=flag("emulate", emulate), mmproj=mmproj,
+                          emulate=flag("emulate", emulate), mmproj=path_option("mmproj", mmproj),
                           no_mmproj_offload=flag("no_mmproj_offload", no_mmproj_offload), quant=quant,
                           remote=flag("remote", remote), runtime=runtime,
                           n_seq=n_seq, kv_unified=kv_unified, cache_ram=cache_ram, ctx_checkpoints=ctx_checkpoints,
-                          rpc=rpc, model_draft=model_draft, n_gpu_layers_draft=n_gpu_layers_draft,
+                          rpc=rpc, model_draft=path_option("model_draft", model_draft),
+                          n_gpu_layers_draft=n_gpu_layers_draft,
                           device_draft=device_draft, backend=backend, unified=flag("unified", unified),
                           wired_limit=wired_limit, progress=progress)
     if _source is None and quant is not None and wants_sweep(model_argument(model), quant):
         raise UsageError(f"--quant {quant} on a repository: lb.fit_quants({model!r}, quant={quant!r}) fits each "
                          "quant (the command: fit -hf OWNER/REPO --quant ...)")
+    results = path_option("results", results)
     return save(results, fit_record(run_fit(request, _source), model, results))
 
 
@@ -138,6 +142,7 @@ def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = Non
         raise UsageError(f"{model}: fit_quants takes a repository, hf://OWNER/REPO (no :QUANT), and --quant")
     start = time.perf_counter()
     found = list_quants(model, quant)
+    results = path_option("results", results)
     measured = weights_quality(results)  # read once, before this run appends its own records
     read, bytes_read = read_headers(found)
     quants = fit_each(found, read, measured, fit_one=lambda url, source: fit(url, results=None, _source=source,
@@ -195,7 +200,7 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
     resume, dry_run = flag("resume", resume), flag("dry_run", dry_run)
     server = server_options(runtime, server_cmd, url, server_bin, concurrency)
     plan = plan_bench(model_argument(model), params, n_prompt=n_prompt, n_gen=n_gen, n_depth=n_depth,
-                      repetitions=repetitions, results=results, rpc=rpc, server=server)
+                      repetitions=repetitions, results=path_option("results", results), rpc=rpc, server=server)
     run = BenchRun(plan.source.label, str(plan.target), plan.configurations, plan.tests, plan.repetitions,
                    dry_run=dry_run, runtime=plan.runtime,
                    commands=tuple(plan.server_command(p) for p in plan.configurations) if server else ())
@@ -218,7 +223,8 @@ def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None
     GQA: on a named card, a bandwidth, or calibrated on two measured depths of a bench results file; with
     `n_gpu_layers` or `n_cpu_moe`, fit's placement with part of the model in system RAM priced beside it."""
     found = predict(model_argument(model), params, card=card, bandwidth=bandwidth, tflops=tflops, bw_eff=bw_eff,
-                    compute_eff=compute_eff, calibrate=calibrate, quant=quant, tensor_split=tensor_split, link=link,
+                    compute_eff=compute_eff, calibrate=path_option("calibrate", calibrate), quant=quant,
+                    tensor_split=tensor_split, link=link,
                     link_ms=link_ms, n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, ram_bandwidth=ram_bandwidth)
     return save(results, roofline_record(found))
 
@@ -236,9 +242,10 @@ def quality(model: str, *, text_file: PathLike | None = None, chunks=None, base_
     pydoc_data.topics), cut into `chunks` chunks at most (default all). Each context's record is appended to
     `results` as it ends; a run stopped by Ctrl-C keeps the chunks it finished (the rows say how many; `interrupted`
     is set) and measures no further context. `on_event(kind, data)` hears "context", "text" and "chunk"."""
-    plan = plan_quality(model_argument(model), params, text_file=text_file,
+    results = path_option("results", results)
+    plan = plan_quality(model_argument(model), params, text_file=path_option("text_file", text_file),
                         chunks=parse_value("chunks", chunks, listed=False) if chunks is not None else None,
-                        base_model=os.fspath(base_model) if base_model is not None else None,
+                        base_model=path_option("base_model", base_model),
                         rpc=parse_value("rpc", rpc, listed=False) if rpc else None)
     if results:
         jsonl.check_destination(Path(results))  # before the first chunk, not after it
@@ -277,14 +284,19 @@ class Report:
 
 def report(results, *, out_dir: PathLike | None = None, compare=()) -> Report:
     """record.json (kv_efficiency records), report.md and plots from result files only; one series per machine."""
-    files = [Path(results)] if isinstance(results, (str, os.PathLike)) else [Path(r) for r in results]
+    listed = [results] if isinstance(results, (str, os.PathLike)) else results
+    if not isinstance(listed, (list, tuple)):
+        raise UsageError(f"results: a results file or a list of them, not {type(results).__name__}")
+    files = [Path(path_option("results", r)) for r in listed]
+    if compare and (isinstance(compare, str) or not isinstance(compare, (list, tuple))):
+        raise UsageError(f"compare: a list of catalog ids, not {type(compare).__name__}")
     comparisons = parse_value("compare", list(compare), listed=True) if compare else ()
     for model_id in comparisons:
         catalog.get_entry(model_id)  # a clear error for an unknown id, before any work
     models, warnings = load_results(files)
     if not models:
         raise UsageError("no records to report")
-    out = Path(out_dir) if out_dir else None
+    out = Path(path_option("out_dir", out_dir)) if out_dir else None
     written = []
     for label, results_of in models.items():
         runs = results_of.bench or results_of.quality or []

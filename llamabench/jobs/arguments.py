@@ -34,12 +34,29 @@ def call_values(given: dict[str, Any], allowed: tuple[str, ...], lists: tuple[st
 
 
 def model_argument(model) -> str:
-    """MODEL as the API takes it: a str or an os.PathLike (a pathlib.Path); TypeError for anything else."""
+    """MODEL as the API takes it: a str or an os.PathLike (a pathlib.Path); TypeError for anything else, UsageError
+    for a NUL byte (no file has one in its name)."""
     if isinstance(model, os.PathLike):
         model = os.fspath(model)
     if isinstance(model, bytes) or not isinstance(model, str):
         raise TypeError(f"model must be a str or a path, not {type(model).__name__}")
+    if "\x00" in model:
+        raise UsageError(f"model {model!r}: a NUL byte is in no file's name")
     return model
+
+
+def path_option(name: str, value) -> str | None:
+    """A keyword that names a file (mmproj, results, text_file...): None, a str or an os.PathLike, as a str;
+    UsageError for anything else, or a NUL byte."""
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise UsageError(f"{name}: a path (a str or a pathlib.Path), not {type(value).__name__}")
+    if "\x00" in value:
+        raise UsageError(f"{name} {value!r}: a NUL byte is in no file's name")
+    return value
 
 
 def flag(name: str, value) -> bool:

@@ -30,6 +30,7 @@ from ..core.safe_text import shell_word
 from ..memory.speculative import spec_flags
 from ..settings.params import Params
 from ..settings.values import GGML_MAX_N_THREADS, Runtime
+from ..world.paths import HTTP_TIMEOUT_ENV, http_timeout
 from ..world.versions import LLAMA_CPP_PYTHON_VERSION
 from .process import die_with_parent, stop_group
 from .rpc import free_port
@@ -196,10 +197,22 @@ def _wait_ready(server: Started, proc: subprocess.Popen, timeout_s: float) -> No
     raise EngineError(f"llama-server did not answer /health within {timeout_s:.0f} s:\n{server.log()[-1500:]}")
 
 
+def check_url(url) -> str:
+    """--url as given, checked: http(s)://HOST[:PORT][/PATH], a port llama.cpp could listen on; UsageError else."""
+    if not isinstance(url, str):
+        raise UsageError(f"url: http://HOST:PORT of a running llama-server, not {type(url).__name__}")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # a port out of range or not a number, a bracket left open
+        raise UsageError(f"--url {url!r}: {exc}", hint="give http://HOST:PORT of a running llama-server") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == 0:
+        raise UsageError(f"--url {url!r}: give http://HOST:PORT of a running llama-server")
+    return url
+
+
 def _connection(url: str, timeout_s: float) -> tuple[http.client.HTTPConnection, str]:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"--url {url}: give http://HOST:PORT of a running llama-server")
+    parts = urlsplit(check_url(url))
     cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
     return cls(parts.hostname, parts.port, timeout=timeout_s), parts.path.rstrip("/")
 
@@ -208,15 +221,18 @@ MAX_ANSWER = 16 * 2**20  # /props and /v1/models answer a few KiB; more is not l
 MAX_EVENT = 2**20  # one streamed event of /completion: a token, its text, at the end the timings
 BYTES_PER_PROMPT_TOKEN = 64  # the prompt quoted back in the last event: a token's text, JSON-escaped, is shorter
 MAX_STREAM = 64 * 2**20  # a whole /completion stream (n_predict events, each well under 4 KiB)
+MAX_IDLE_EVENTS = 64  # events without a token in one stream (llama-server sends one, the last, with the timings)
 
 
-def get(url: str, path: str, *, timeout_s: float = 30.0) -> dict:
-    """A JSON object from llama-server; EngineError for anything else (an HTTP error, not JSON, not an object)."""
+def get(url: str, path: str, *, timeout_s: float | None = None) -> dict:
+    """A JSON object from llama-server, the whole exchange within `timeout_s` (default the HTTP deadline,
+    LLAMABENCH_HTTP_TIMEOUT); EngineError for anything else (an HTTP error, not JSON, not an object)."""
+    timeout_s = http_timeout() if timeout_s is None else timeout_s
     conn, base = _connection(url, timeout_s)
     try:
         conn.request("GET", base + path)
         response = conn.getresponse()
-        body = response.read(MAX_ANSWER + 1)
+        body = _read_within(response, MAX_ANSWER + 1, time.monotonic() + timeout_s, path)
         if response.status != 200:
             raise EngineError(f"llama-server {path}: HTTP {response.status}: {body[:300]!r}")
         if len(body) > MAX_ANSWER:
@@ -232,6 +248,21 @@ def get(url: str, path: str, *, timeout_s: float = 30.0) -> dict:
         raise EngineError(f"llama-server {path}: {type(exc).__name__}: {str(exc)[:200]}") from None
     finally:
         conn.close()
+
+
+def _read_within(response, limit: int, deadline: float, path: str) -> bytes:
+    """At most `limit` bytes of an answer, read by the deadline of the whole exchange (a server that trickles a
+    byte a second passes every per-read timeout)."""
+    chunks, size = [], 0
+    while size < limit:
+        if time.monotonic() > deadline:
+            raise EngineError(f"llama-server {path}: no whole answer within the deadline ({HTTP_TIMEOUT_ENV} sets it)")
+        chunk = response.read1(min(65536, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 @dataclass(frozen=True)
@@ -286,12 +317,12 @@ def complete(url: str, body: dict, *, timeout_s: float = 3600.0) -> Answer:
         answer.sent_ns = time.perf_counter_ns()
         conn.request("POST", base + "/completion", body=payload, headers={"Content-Type": "application/json"})
         response = conn.getresponse()
-        if response.status != 200:
-            answer.error = f"HTTP {response.status}: {response.read()[:300]!r}"
+        if response.status != 200:  # its body read no further than what the error shows
+            answer.error = f"HTTP {response.status}: {response.read(300)!r}"
             return answer
         # the last event quotes the whole prompt as text (llama-server's "prompt" field): its cap grows with it
         event_cap = MAX_EVENT + BYTES_PER_PROMPT_TOKEN * len(body.get("prompt") or ())
-        read = 0
+        read = idle = 0
         while line := response.readline(event_cap + 1):
             now = time.perf_counter_ns()
             read += len(line)
@@ -309,17 +340,28 @@ def complete(url: str, body: dict, *, timeout_s: float = 3600.0) -> Answer:
             event = json.loads(text)
             if not isinstance(event, dict):
                 raise ValueError(f"an event that is not a JSON object: {text[:60]!r}")
-            if event.get("tokens") or event.get("content"):
-                answer.first_ns = answer.first_ns or now
-                answer.last_ns = now
-                answer.n_streamed += 1
-            if isinstance(event.get("timings"), dict):
-                answer.timings = event["timings"]
-            if "error" in event:
-                answer.error = str(event["error"])[:300]
+            idle += _take(answer, event, now)
+            if idle > MAX_IDLE_EVENTS:  # llama-server streams a token an event, and one event at the end
+                raise ValueError(f"{idle} events without a token: not llama-server")
+            if event.get("stop") is True:  # the last event: a connection kept open after it is not waited on
+                break
     except (OSError, http.client.HTTPException, ValueError) as exc:
         answer.error = f"{type(exc).__name__}: {exc}"
     finally:
         answer.done_ns = time.perf_counter_ns()
         conn.close()
     return answer
+
+
+def _take(answer: Answer, event: dict, now: int) -> int:
+    """One streamed event into the answer; 1 where it carried no token, else 0."""
+    if isinstance(event.get("timings"), dict):
+        answer.timings = event["timings"]
+    if "error" in event:
+        answer.error = str(event["error"])[:300]
+    if event.get("tokens") or event.get("content"):
+        answer.first_ns = answer.first_ns or now
+        answer.last_ns = now
+        answer.n_streamed += 1
+        return 0
+    return 1

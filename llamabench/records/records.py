@@ -18,12 +18,13 @@ fails is a broken record, an error naming its line.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core import serial
-from ..core.errors import LlamabenchError
+from ..core.errors import LlamabenchError, UsageError
 from ..core.safe_text import escaped, escaped_tree
 from . import jsonl
 from .bench import BenchRecord
@@ -71,6 +72,8 @@ class ReadResult:
 
 def read_records(path: Path) -> ReadResult:
     """The records of one results file, in order. Raises ResultsFileError for a broken record of this version."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise UsageError(f"a results file is a path (a str or a pathlib.Path), not {type(path).__name__}")
     path = Path(path)
     records, warnings = [], []
     for number, value in jsonl.read_lines(path):

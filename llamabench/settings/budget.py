@@ -190,3 +190,13 @@ def with_wired_limit(b: Budget, wired_limit_mib: int) -> Budget:
         raise UsageError(f"--wired-limit {wired_limit_mib} is more than {b.label}'s {b.pool.ram / GIB:g} GiB of RAM")
     basis = f"iogpu.wired_limit_mb={wired_limit_mib} (--wired-limit)"
     return Budget(b.label, wired_limit_mib * MIB, pool=replace(b.pool, ceiling_basis=basis))
+
+
+def ram(text) -> Budget:
+    """--ram: one machine's system RAM, one size (a + would make two cards of it, and a card's name is no RAM)."""
+    if isinstance(text, Budget):
+        return text
+    if "+" in str(text).strip().lstrip("+") or find_card(str(text)) is not None:
+        raise UsageError(f"--ram {text}: one size, the machine's system RAM (e.g. 64GiB)",
+                         hint="cards are --vram's: 24GiB+12GiB")
+    return budget(text)

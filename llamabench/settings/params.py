@@ -20,7 +20,7 @@ from typing import Any, Callable, Mapping
 
 from ..core import cache_types, serial
 from ..core.units import GIB, MIB
-from .budget import Budget, budget, reserve
+from .budget import Budget, budget, ram, reserve
 from .values import (
     Runtime,
     backend_name,
@@ -208,7 +208,7 @@ _OPTIONS = (
        shown_default="512MiB"),
     _p("rpc", ["--rpc"], endpoints, (), "remote hosts: ggml-rpc-server HOST:PORT, comma list (llama.cpp's --rpc); "
        "their free memory is read from the server", metavar="HOST:PORT,..."),
-    _p("ram", ["--ram"], budget, None, "system RAM the host part must fit into (mapped weights, host buffers, "
+    _p("ram", ["--ram"], ram, None, "system RAM the host part must fit into (mapped weights, host buffers, "
        "prompt cache, checkpoints); with --cpu-only the whole budget"),
     _p("cpu_only", ["--cpu-only"], on_off, False, "no card: everything in system RAM, as a CPU build (needs --ram)",
        action="store_true"),

@@ -124,6 +124,7 @@ def repo_listing(repo: str, revision: str | None, shown: str) -> dict[str, int]:
         if not worker.is_alive():  # a listing left running would log its retries on whatever stderr is then
             hub_log.setLevel(level)
     if worker.is_alive():
+        outcome["stop"] = True  # the listing ends at its next entry: no thread asks the hub for pages after the call
         raise RemoteError(f"{shown}: the repository's files were not listed in {deadline_s:g} s (a server that "
                           f"stalls? {HTTP_TIMEOUT_ENV} sets the limit)")
     if "error" in outcome:
@@ -143,6 +144,8 @@ def _list_into(outcome: dict, repo: str, revision: str | None) -> None:
         api = HfApi(endpoint=endpoint, token=get_token())
         files = {}
         for entry in api.list_repo_tree(repo, revision=revision or None, recursive=True):  # page by page
+            if outcome.get("stop"):  # the caller gave up (its deadline): stop asking for pages
+                return
             if isinstance(entry, RepoFile):
                 files[entry.rfilename] = int(entry.size or 0)
             if len(files) > MAX_LISTED:

@@ -33,6 +33,7 @@ from ...settings.bench_tests import BenchTest, TestKind
 from ...settings.params import SCHEMA, Params
 from ...settings.sweep import parse_value
 from ...settings.values import Runtime
+from ..arguments import path_option
 from .runner import Event, PendingCells, SweepOutcome
 
 WARMUP_TOKENS = 16
@@ -217,12 +218,15 @@ def _ms(timings: dict, name: str) -> float:
 
 
 def check_tests(tests: list[BenchTest], info: serving.ServerInfo, concurrency: int) -> None:
+    if not info.n_ctx_slot:  # no size to hold the depths to: nothing is built or sent for them
+        raise EngineError("the server reports no context size (/props n_ctx 0): not a llama-server this bench can "
+                          "fill to a depth")
     if concurrency > info.slots:
         raise UsageError(f"--concurrency {concurrency} needs as many slots: the server has {info.slots} (-np)")
     if any(t.kind is TestKind.TG and t.n_tokens < 2 for t in tests):
         raise UsageError("a tg test through llama-server needs -n 2 or more (decode t/s is timed between tokens)")
     deepest = max(t.depth + t.n_tokens + 1 for t in tests)
-    if info.n_ctx_slot and deepest > info.n_ctx_slot:
+    if deepest > info.n_ctx_slot:
         raise UsageError(f"the deepest test needs {deepest} tokens in one slot; each of the server's {info.slots} "
                          f"slots holds {info.n_ctx_slot} (llama-server's -c is shared by its slots: raise -c or "
                          "lower -np)")
@@ -340,4 +344,19 @@ def server_options(runtime, server_cmd, url, server_bin, concurrency) -> ServerO
     if server_cmd and url:
         raise UsageError("give --server-cmd (a server to start) or --url (one running), not both")
     c = parse_value("concurrency", concurrency, listed=False) if concurrency is not None else 1
-    return ServerOptions(server_cmd or None, url or None, str(server_bin) if server_bin else None, c)
+    return ServerOptions(_server_line(server_cmd) if server_cmd else None, serving.check_url(url) if url else None,
+                         path_option("server_bin", server_bin), c)
+
+
+def _server_line(command) -> str:
+    """--server-cmd as one line: a str, or its words (a list of str); its quoting checked now, not at the start."""
+    if isinstance(command, (list, tuple)) and all(isinstance(w, str) for w in command):
+        command = shlex.join(command)
+    if not isinstance(command, str):
+        raise UsageError(f"server_cmd: a llama-server line (a str, or a list of its words), not "
+                         f"{type(command).__name__}")
+    try:
+        shlex.split(command)
+    except ValueError as exc:
+        raise UsageError(f"--server-cmd {command!r}: {exc}") from None
+    return command

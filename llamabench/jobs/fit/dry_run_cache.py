@@ -50,8 +50,16 @@ def twin_name(path: str) -> str | None:
     return f"{p.parent.name}/{p.name}"
 
 
+MAX_BYTES = 2**50  # a PiB: no buffer of any device is larger; a cache entry past it (or below 0) is not trusted
+
+
+def _size(value) -> bool:
+    """A byte count a dry run could have answered: an int (not a bool), 0 to a PiB."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_BYTES
+
+
 def _pair(value) -> bool:
-    return isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value)
+    return isinstance(value, list) and len(value) == 2 and all(_size(v) for v in value)
 
 
 class DryRunCache:
@@ -87,8 +95,8 @@ class DryRunCache:
         if kind == "refused" and isinstance(value, str):
             return value
         if kind == "split" and isinstance(value, list) and len(value) == 5 and all(
-                isinstance(v, int) for v in value[:2]) and all(isinstance(c, int) for c in value[2]) and all(
-                _pair(c) for c in value[3]) and _pair(value[4]):
+                _size(v) for v in value[:2]) and isinstance(value[2], list) and all(_size(c) for c in value[2]) \
+                and isinstance(value[3], list) and all(_pair(c) for c in value[3]) and _pair(value[4]):
             return ComputeSplit(card=value[0], host=value[1], cards=tuple(value[2]),
                                 caches=tuple(tuple(c) for c in value[3]), host_caches=tuple(value[4]))
         return None
