@@ -15,21 +15,14 @@ from llamabench.jobs.fit.search import Fitter
 from llamabench.memory.placement import Placement, PlacementKind, recommend
 from llamabench.memory.runtimes import RuntimeConfig
 from llamabench.memory.unified import Verdict, read_pool
-from llamabench.model.layout import geometry_from_metadata
 from llamabench.model.metadata import TensorInfo
 from llamabench.model.weights import breakdown
 from llamabench.render.fit import fits_text, pool_line
 from llamabench.settings.budget import Budget, budget, with_wired_limit
 from llamabench.settings.params import Params
-from tests.support.metadata import model
+from tests.pure.test_fit_search import GEOMETRY, N_LAYER  # the small MoE those tests size
 
 MIB, GIB = 2**20, 2**30
-N_LAYER = 8
-GEOMETRY = geometry_from_metadata(model("qwen3moe", block_count=N_LAYER, context_length=32768, embedding_length=1024,
-                                        attention__head_count=8, attention__head_count_kv=4,
-                                        attention__key_length=128, attention__value_length=128))
-
-
 def moe(expert_bytes: int) -> tuple[TensorInfo, ...]:
     """token_embd, the layers (attention and routed experts), output: in file order, with their offsets."""
     names = [("token_embd.weight", 100 * MIB)]
