@@ -11,6 +11,7 @@ changed in the case's watched folder outside the paths it may write, or a forbid
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from typing import Callable
 
 import psutil
 
-GOOD = ("honest success", "one-line error")
+GOOD = ("honest success", "one-line error", "failed in its records")
 BAD = ("traceback", "signal death", "hang", "over memory", "not one line", "wrong result", "damaged input",
        "written outside", "security")
 
@@ -208,11 +209,21 @@ def _judge(case: Case, run: Run, peak: int, before_inputs: dict, before_tree: di
         if case.must_fail:
             return "wrong result", f"exit 0 where it must refuse: {case.label()}"
         return "honest success", ""
-    if len(errors) == 1 and errors[0].startswith("llamabench: error:") and len(errors[0]) < 1000:
+    return _one_line(case, run, errors) or ("not one line", f"{case.label()}\n{err[-600:]}")
+
+
+def _one_line(case: Case, run: Run, errors: list[str]) -> tuple[str, str] | None:
+    """The outcome of a failure said in one line: `llamabench: error: ...`, or bench's summary of tests that each
+    failed in their record (the results file readable); None for anything else."""
+    if len(errors) != 1:
+        return None
+    if re.fullmatch(r"\d+ tests? recorded in .*, \d+ failed", errors[0]) and run.returncode == 1:
+        return "failed in its records", errors[0]
+    if errors[0].startswith("llamabench: error:") and len(errors[0]) < 1000:
         if case.memory_error and any(w in errors[0] for w in ("MemoryError", "out of memory", "Cannot allocate")):
             return "over memory", f"{errors[0]}: {case.label()}"
         return "one-line error", errors[0]
-    return "not one line", f"{case.label()}\n{err[-600:]}"
+    return None
 
 
 def run_campaign(cases: list[Case], workers: int = 2) -> tuple[Counter, Counter, list[tuple[str, str, str]]]:

@@ -343,6 +343,10 @@ def server_options(runtime, server_cmd, url, server_bin, concurrency) -> ServerO
         return None
     if server_cmd and url:
         raise UsageError("give --server-cmd (a server to start) or --url (one running), not both")
+    if url is not None and not url:  # an empty --url is not "no --url": nothing would be started in its place
+        raise UsageError("--url is empty: give http://HOST:PORT of a running llama-server")
+    if server_cmd is not None and not server_cmd:
+        raise UsageError("--server-cmd is empty: give a llama-server line")
     c = parse_value("concurrency", concurrency, listed=False) if concurrency is not None else 1
     return ServerOptions(_server_line(server_cmd) if server_cmd else None, serving.check_url(url) if url else None,
                          path_option("server_bin", server_bin), c)
