@@ -51,11 +51,19 @@ class OneLineParser(argparse.ArgumentParser):
         return f"; did you mean {close[0]}?" if close else ""
 
 
+DEADLINES = """deadlines: every wait on something outside the tool ends, in one line (seconds; set in the environment):
+  LLAMABENCH_HTTP_TIMEOUT  a remote header read, a hub listing, each JSON answer of a llama-server (default 120)
+  LLAMABENCH_RPC_TIMEOUT   a --rpc host's (or an emulated card's) answer to llama.cpp (default 300)
+  bench --runtime llama-server: 300 to listen once started; a /completion stream 3600 between reads, ended
+  at its last event or after 64 events without a token"""
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole parser, or with `only` one command's options in full and the others by name and help alone."""
     parser = OneLineParser(
         prog="llamabench",
         description="What a GGUF model costs in memory at long context, and what llama.cpp really allocates.",
+        epilog=DEADLINES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"llamabench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

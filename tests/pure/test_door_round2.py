@@ -125,3 +125,10 @@ def test_a_noisy_series_is_marked_where_its_numbers_are_shown(gemma):
     table = speed_table([steady, noisy], "md")
     assert table.count("(noisy)") == 1 and "tg4 @ d128" in variance_warning([steady, noisy])
     assert variance_warning([steady]) is None
+
+
+def test_the_deadlines_and_their_defaults_are_in_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "LLAMABENCH_HTTP_TIMEOUT" in out and "(default 120)" in out and "LLAMABENCH_RPC_TIMEOUT" in out
