@@ -87,7 +87,7 @@ def _layers_words(plan) -> str:
                                           ": this build has no GPU backend") + ")"
     if counts == {ALL_LAYERS}:
         return f"all on the GPU (-ngl all: {ALL_LAYERS}, llama-bench's default)" + (
-            "" if ggml_devices.supports_gpu_offload() or plan.hosts else "; this build has no GPU: on the CPU")
+            "" if ggml_devices.supports_gpu_offload() else "; no GPU backend here: on the --rpc hosts, else the CPU")
     return "-ngl " + ", ".join(map(str, sorted(counts))) + " on the GPU, the rest on the CPU"
 
 

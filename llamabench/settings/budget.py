@@ -117,7 +117,7 @@ def budget(text) -> Budget:
         return Budget(named.id, int(named.vram_gib * GIB))
     if not _SIZE.match(str(text)) and re.search(r"[a-z]{2}", str(text), re.IGNORECASE):  # a name, misspelt
         close = closest(str(text), [c.id for c in CARDS])
-        raise UsageError(f"'{text}' is neither a size nor a card" + (f"; did you mean {close}?" if close else ""),
+        raise UsageError(f"'{text}' is not a size, nor a card's name" + (f"; did you mean {close}?" if close else ""),
                          hint="write a size (24GiB) or a card name: " + ", ".join(c.id for c in CARDS))
     label, value = _size_value(text)
     if re.fullmatch(r"\s*\d{4}\s*", str(text)):  # 4090 read as GiB would fit anything: a card's model number

@@ -167,7 +167,8 @@ class Session:
         self.refill(d)
         self.touched = True
         if test.kind is TestKind.PP:
-            answers = self.parallel([{"prompt": p[:d] + self.fresh(test.n_tokens), "n_predict": 1}
+            # ignore_eos: a first token that is the end of text would stream nothing, and the prefill go untimed
+            answers = self.parallel([{"prompt": p[:d] + self.fresh(test.n_tokens), "n_predict": 1, "ignore_eos": True}
                                      for p in self.prefix])
             if any(a.first_ns is None for a in answers):
                 raise EngineError("llama-server streamed no token for a prompt: the prefill was not timed")
