@@ -3,8 +3,8 @@
 Each runtime is one module of this package with one `ProgramRuntime`: its name (as `--runtime` takes it and the
 records store it), the line a fit prints for it, and how `bench` drives it (a Llama() in a child, a llama-server it
 starts, or one running at a URL). The context each creates for given parameters is pure arithmetic, kept in
-`memory.runtimes.RuntimeConfig.context` (llama-server's slots and outputs, Llama()'s one sequence). Adding a runtime is adding a module and naming it in
-`registry.RUNTIMES`; its name is spelled once, in `settings.values.Runtime`.
+`memory.runtimes.RuntimeConfig.context` (llama-server's slots and outputs, Llama()'s one sequence). Adding a runtime
+is adding a module and naming it in `registry.RUNTIMES`; its name is spelled once, in `settings.values.Runtime`.
 """
 
 from __future__ import annotations
