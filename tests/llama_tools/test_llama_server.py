@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +22,7 @@ from llamabench.memory.allocations import HOST, PRINTED_TOLERANCE_BYTES, compute
 from llamabench.runtimes.llama_cpp_python import python_call
 from llamabench.runtimes.llama_server import llama_server_command
 from tests.support.eagle3 import write_eagle3
-from tests.support.llama_server import rpc_server, run_printed_command, tools_dir
+from tests.support.llama_server import card_peak, rpc_server, run_printed_command, tools_dir
 
 MIB = 2**20
 TOOLS = tools_dir()
@@ -43,11 +45,18 @@ def started(path: str, n_ctx: int, *, spec: str = "none", **fit_options):
                     **fit_options)
     row = next(r for r in record.fit.rows if r.settings.spec_type == spec)
     command = llama_server_command(record.fit, row)
-    with rpc_server(TOOLS) as endpoint:
-        run = run_printed_command(command, TOOLS, rpc=[endpoint], extra=("-nr",))  # -nr: this CPU's AMX faults
+    with tempfile.TemporaryDirectory() as folder:
+        ledger = Path(folder) / "card-ledger.log"
+        with rpc_server(TOOLS, ledger=ledger) as endpoint:
+            run = run_printed_command(command, TOOLS, rpc=[endpoint], extra=("-nr",))  # -nr: this CPU's AMX faults
+        peak = card_peak(ledger)
     assert run.ready, f"llama-server did not start: {run.log[-2000:]}"
     alloc = run.allocations
     assert len(alloc.card_names) == 1, alloc.card_names
+    # the card's own ledger: the most it held at once is what the fit put on it, every context summed
+    predicted = row.parts.buffers.total
+    assert abs(peak - predicted) <= compute_tolerance(row.parts.compute), \
+        f"the card held {peak / MIB:.2f} MiB at most, the fit said {predicted / MIB:.2f} MiB"
     return row, alloc.device(alloc.card_names[0]), alloc.device(HOST), run
 
 

@@ -10,6 +10,7 @@ exits), and stopped by its pid.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import subprocess
 import tempfile
@@ -50,11 +51,19 @@ def vulkan_tools_dir() -> Path | None:
 
 
 @contextmanager
-def rpc_server(bin_dir: Path, n_threads: int = 1, timeout_s: float = 30.0):
-    """llama.cpp's own ggml-rpc-server on a free port of 127.0.0.1 (an emulated card); yields "127.0.0.1:PORT"."""
+def rpc_server(bin_dir: Path, n_threads: int = 1, timeout_s: float = 30.0, ledger: Path | None = None):
+    """llama.cpp's own ggml-rpc-server on a free port of 127.0.0.1 (an emulated card); yields "127.0.0.1:PORT".
+    `ledger`: a file where the server writes each buffer it allocates and frees (`GGML_RPC_DEBUG`), the card's
+    own account of its memory (`card_peak`)."""
     port = free_port()
     argv = [str(bin_dir / "ggml-rpc-server"), "-H", "127.0.0.1", "-p", str(port), "-t", str(n_threads)]
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    env = {**os.environ, "GGML_RPC_DEBUG": "1"} if ledger else None
+    err = ledger.open("w") if ledger else subprocess.DEVNULL
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True, env=env)
+    finally:
+        if ledger:
+            err.close()
     try:
         deadline = time.monotonic() + timeout_s
         while not accepts(port):
@@ -64,6 +73,25 @@ def rpc_server(bin_dir: Path, n_threads: int = 1, timeout_s: float = 30.0):
         yield f"127.0.0.1:{port}"
     finally:
         stop_group(proc, grace_s=1.0)
+
+
+# ggml-rpc.cpp's rpc_server::alloc_buffer and ::free_buffer, logged with GGML_RPC_DEBUG set (ggml-rpc.cpp:1259, 1293)
+_ALLOC = re.compile(r"\[alloc_buffer\] device: (\d+), size: \d+ -> remote_ptr: ([0-9a-f]+), remote_size: (\d+)")
+_FREE = re.compile(r"\[free_buffer\] remote_ptr: ([0-9a-f]+)")
+
+
+def card_peak(ledger: Path) -> int:
+    """The most bytes the emulated card held at once, from its server's ledger: what a real card of that size
+    must hold, whatever the client's log says (a buffer reserved twice is one buffer)."""
+    live: dict[str, int] = {}
+    peak = 0
+    for line in ledger.read_text(errors="replace").splitlines():
+        if m := _ALLOC.search(line):
+            live[m[2]] = int(m[3])
+            peak = max(peak, sum(live.values()))
+        elif m := _FREE.search(line):
+            live.pop(m[1], None)
+    return peak
 
 
 @dataclass(frozen=True)
