@@ -23,6 +23,8 @@ from typing import Callable
 from .core import serial
 from .core.errors import LlamabenchError, UsageError
 from .jobs.arguments import flag, model_argument, path_option
+from .jobs.bench.estimate import PlanEstimate
+from .jobs.bench.estimate import estimate as estimate_plan
 from .jobs.bench.job import run_bench
 from .jobs.bench.plan import BENCH_LISTS as BENCH_LISTS
 from .jobs.bench.plan import BENCH_PARAMS as BENCH_PARAMS
@@ -167,6 +169,7 @@ class BenchRun:
     dry_run: bool = False
     runtime: str = Runtime.LLAMA_CPP_PYTHON.value
     commands: tuple[str, ...] = ()  # llama-server: what each configuration starts (or the URL it attaches to)
+    estimate: PlanEstimate | None = None  # --dry-run: the plan's tokens and, where a run calibrates it, its time
 
     @property
     def failed(self) -> int:
@@ -205,7 +208,7 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
                    dry_run=dry_run, runtime=plan.runtime,
                    commands=tuple(plan.server_command(p) for p in plan.configurations) if server else ())
     if dry_run:
-        return run
+        return replace(run, estimate=estimate_plan(plan))
     jsonl.check_destination(plan.target)  # before the first measurement, not after it
     written: list[BenchRecord] = []
     outcome = run_bench(plan, save=lambda shared, m: written.append(save_measurement(plan.target,

@@ -8,6 +8,7 @@ import sys
 
 from .. import api
 from ..core.safe_text import escaped, shown_path
+from ..core.units import duration
 from ..llama import ggml_devices
 from ..records.records import read_records
 from ..render.bench import render, variance_warning
@@ -73,10 +74,20 @@ def _print_plan(plan) -> None:
     print(f"plan for {shown_path(plan.model)}: {len(plan.configurations)} cells x {len(plan.tests)} tests, "
           f"{plan.repetitions} repetitions, runtime {plan.runtime}, results -> {shown_path(plan.results)}")
     print(f"  layers: {_layers_words(plan)}")
+    if plan.estimate is not None:
+        print(f"  time: {_estimate_words(plan.estimate)}")
     for i, p in enumerate(plan.configurations):
         print(f"  {p.label}: " + ", ".join(t.name for t in plan.tests))
         if plan.commands:
             print(f"    {escaped(plan.commands[i])}")  # shell words: $'...' for a control character
+
+
+def _estimate_words(e) -> str:
+    """The plan's tokens, and its time where an earlier run calibrates it (estimated: said so)."""
+    tokens = f"{e.fill_tokens:,} tokens of fill, {e.test_tokens:,} tokens of tests"
+    if e.seconds is None:
+        return f"{tokens}; {e.basis}"
+    return f"about {duration(e.seconds)} (estimated: {e.basis}) for {tokens}"
 
 
 def _layers_words(plan) -> str:

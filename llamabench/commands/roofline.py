@@ -20,11 +20,15 @@ EXAMPLES = """examples:
   llamabench roofline qwen3-30b-a3b --card rtx-3090+rtx-3060-12gb -ts 2,1   # a split over two cards (PCIe)
   llamabench roofline qwen3-30b-a3b --card rtx-4090+rtx-3090 --link 1.25 --link-ms 0.2  # the second over 10 GbE (RPC)
   llamabench roofline qwen3-5-35b-a3b --card rtx-4060-ti-16gb -ncmoe 16   # what fit recommends, experts in RAM
+  llamabench roofline llama-3-1-8b --card rtx-4090 -d 4096,32768 -c 32768  # decode and TTFT at those depths
 Time per token = bytes read / bandwidth + attention FLOPs / compute. A card's published bandwidth
 and FP32 throughput are scaled by stated efficiencies (--bw-eff 0.70, --compute-eff 0.30); with
 --calibrate FILE (bench results) the two ceilings are calibrated from two measured tg depths of this model
 instead (it was --results FILE before).
 The full-GQA column is the same model with every mixer layer cached as full attention.
+TTFT is the time to prefill a prompt as deep as the row: every weight once per ubatch, the matrix
+products at the card's published pp512 rate (llama-bench, Llama 3 8B Q4_K_M; a card without one at
+its FP32 figure times the lowest ratio of a measured card), or calibrated on a pp test of --calibrate's run.
 Every t/s is a ceiling: what the bytes and FLOPs allow at those efficiencies (a measured run is at or below it).
 """
 # no --results here: a prediction is not a measurement to keep (and the older `--results FILE` meant
@@ -34,7 +38,7 @@ OPTIONS = api_options(api.roofline, leave_out=("results",))
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_arguments(parser, ("model", *ROOFLINE_PARAMS, *OPTIONS, "output"),
-                            lists=(), defaults={"n_gpu_layers": None, "n_cpu_moe": None},
+                            lists=("n_depth",), defaults={"n_gpu_layers": None, "n_cpu_moe": None},
                             helps={"n_gpu_layers": "price fit's -ngl N: the last N layers on the card, the rest in "
                                                    "system RAM (--ram-bandwidth)",
                                    "n_cpu_moe": "price fit's --n-cpu-moe N: the routed experts of layers 0..N-1 read "

@@ -13,10 +13,20 @@ def gib(n_bytes: int | float) -> str:
 
 
 def file_size(n_bytes: int | float) -> str:
-    """A file size as its publisher states it (GB, 10^9 bytes) and as the tool's tables count it (GiB): the same
-    file is then never 21.20 GB in one command and 19.74 GiB in another without both in view."""
-    return f"{n_bytes / 1e9:.2f} GB ({n_bytes / GIB:.2f} GiB)"
+    """A file size as the tool's tables and --vram count it (GiB; --vram reads a "16 GB" card as 16 GiB) and as its
+    publisher states it (GB of 10^9 bytes, said so): the same file is then never 21.20 GB in one command and
+    19.74 GiB in another without both in view."""
+    return f"{n_bytes / GIB:.2f} GiB ({n_bytes / 1e9:.2f} GB of 10^9 bytes)"
 
 
 def thousands(n: int) -> str:
     return f"{n:,}"
+
+
+def duration(seconds: float) -> str:
+    """A time for people: 45 s, 12 min, 3.2 h."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

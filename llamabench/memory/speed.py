@@ -16,12 +16,13 @@ calibrated from two measured depths (`calibrate`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from ..core import cache_types
 from ..model.geometry import LayerKind, ModelGeometry
-from ..model.weights import WeightsBreakdown, breakdown
-from ..settings.cards import CARDS, Card, card  # noqa: F401 - the card table, as roofline reads it
+from ..model.weights import WeightsBreakdown, breakdown, classify
+from ..settings.cards import CARDS, PREFILL_PP512, PREFILL_SOURCE, Card, card  # noqa: F401 - the card table, as roofline reads it
 from ..settings.params import Params
 
 BANDWIDTH_EFFICIENCY = 0.70  # llama.cpp decode usually reaches 60-80% of a GPU's peak bandwidth (stated default)
@@ -131,6 +132,14 @@ class SpeedModel:
     bandwidth: float  # bytes/s the decode reaches (peak x efficiency, or calibrated)
     compute: float  # FLOP/s the attention reaches
     basis: str  # where the two numbers come from, in words
+    prefill: float | None = None  # FLOP/s of a prompt's matrix products in a ubatch; None: no figure for it
+    prefill_basis: str = ""
+    prefill_attention: float | None = None  # FLOP/s of a prompt's attention (None: `compute`, the decode's)
+
+    def prefill_seconds(self, cost: TokenCost, matmul_flops: int) -> float:
+        """One prompt token of a ubatch: its share of the bytes, its matrix products and its attention."""
+        attention = self.prefill_attention or self.compute
+        return cost.total_bytes / self.bandwidth + cost.attention_flops / attention + matmul_flops / self.prefill
 
     def seconds(self, cost: TokenCost) -> float:
         return cost.total_bytes / self.bandwidth + cost.attention_flops / self.compute
@@ -157,9 +166,111 @@ def calibrate(a: TokenCost, ts_a: float, b: TokenCost, ts_b: float) -> SpeedMode
 
 def model_for_card(c: Card, *, bandwidth_efficiency: float = BANDWIDTH_EFFICIENCY,
                    compute_efficiency: float = COMPUTE_EFFICIENCY) -> SpeedModel:
+    rate, basis = prefill_rate(c, bandwidth_efficiency, compute_efficiency)
     return SpeedModel(c.bandwidth_gbps * 1e9 * bandwidth_efficiency, c.fp32_tflops * 1e12 * compute_efficiency,
                       f"{c.name}: {c.bandwidth_gbps:g} GB/s x {bandwidth_efficiency:g}, "
-                      f"{c.fp32_tflops:g} FP32 TFLOPS x {compute_efficiency:g} ({c.source})")
+                      f"{c.fp32_tflops:g} FP32 TFLOPS x {compute_efficiency:g} ({c.source})", rate, basis)
+
+
+# prefill ----------------------------------------------------------------------------------------
+# The published reference run (settings.cards.PREFILL_PP512): Llama 3 8B, whose every prompt token multiplies by
+# 32 x (4096x4096 + 2 x 4096x1024 + 4096x4096 + 3 x 4096x14336) weights plus the 4096x128256 output matrix,
+# 2 FLOPs each; its Q4_K_M file is 4.58 GiB; pp512's middle token attends over 256 cells of 32 layers of 32 x 128.
+REFERENCE_MATMUL_FLOPS = 2 * (32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 4096 * 128256)
+REFERENCE_WEIGHT_BYTES = round(4.58 * 2**30)
+REFERENCE_ATTENTION_FLOPS = 4 * 32 * 128 * 256 * 32
+REFERENCE_UBATCH = 512
+
+
+def _reference_rate(c: Card, pp512: float, bandwidth_efficiency: float, compute_efficiency: float) -> float | None:
+    """The FLOP/s of the matrix products that make this model hit the card's published pp512 exactly: its time per
+    token less the weights read once per ubatch and the attention, both as the model prices them."""
+    matmul_s = (1 / pp512 - REFERENCE_WEIGHT_BYTES / REFERENCE_UBATCH / (c.bandwidth_gbps * 1e9 * bandwidth_efficiency)
+                - REFERENCE_ATTENTION_FLOPS / (c.fp32_tflops * 1e12 * compute_efficiency))
+    return REFERENCE_MATMUL_FLOPS / matmul_s if matmul_s > 0 else None
+
+
+def prefill_rate(c: Card, bandwidth_efficiency: float = BANDWIDTH_EFFICIENCY,
+                 compute_efficiency: float = COMPUTE_EFFICIENCY) -> tuple[float | None, str]:
+    """The card's matrix-product FLOP/s in a prompt, and its basis: its own published pp512, or the lowest ratio to
+    the FP32 figure of a measured card of its backend (of any measured card where its backend has none)."""
+    if c.id in PREFILL_PP512:
+        rate = _reference_rate(c, PREFILL_PP512[c.id], bandwidth_efficiency, compute_efficiency)
+        return rate, f"its pp512 of {PREFILL_PP512[c.id]:g} t/s ({PREFILL_SOURCE})"
+    ratios = {}
+    for ref in (card(i) for i in PREFILL_PP512):
+        rate = _reference_rate(ref, PREFILL_PP512[ref.id], bandwidth_efficiency, compute_efficiency)
+        if rate:
+            ratios.setdefault(ref.backend, []).append((rate / (ref.fp32_tflops * 1e12), ref.id))
+    pool = ratios.get(c.backend) or [r for rs in ratios.values() for r in rs]
+    if not pool:
+        return None, ""
+    ratio, ref_id = min(pool)
+    return (c.fp32_tflops * 1e12 * ratio,
+            f"{c.fp32_tflops:g} FP32 TFLOPS x {ratio:.2f}, the lowest ratio of a measured card ({ref_id}: "
+            f"{PREFILL_SOURCE})")
+
+
+def calibrate_prefill(model: SpeedModel, matmul: int, lo: tuple[TokenCost, float, int],
+                      hi: tuple[TokenCost, float, int]) -> SpeedModel:
+    """`model` with the prefill that hits two measured pp tests (a prompt token's cost, its t/s, the test's length)
+    exactly: time per prompt token = bytes / bandwidth + matmul / R_m + attention / R_a, linear in 1/R_m and 1/R_a.
+    At one depth (or where two give a negative term): R_m alone, the attention at the decode's compute. Unchanged
+    where the bytes alone take the whole time."""
+    def rest(cost: TokenCost, ts: float) -> float:
+        return 1 / ts - cost.total_bytes / model.bandwidth
+
+    (c_lo, ts_lo, n), (c_hi, ts_hi, _) = lo, hi
+    t_lo, t_hi = rest(c_lo, ts_lo), rest(c_hi, ts_hi)
+    if c_hi.attention_flops != c_lo.attention_flops:
+        inv_a = (t_hi - t_lo) / (c_hi.attention_flops - c_lo.attention_flops)
+        inv_m = (t_lo - c_lo.attention_flops * inv_a) / matmul
+        if inv_a > 0 and inv_m > 0:
+            return replace(model, prefill=1 / inv_m, prefill_attention=1 / inv_a,
+                           prefill_basis=f"calibrated on pp{n} at depths {c_lo.depth} and {c_hi.depth} "
+                                         f"({ts_lo:.1f} and {ts_hi:.1f} t/s)")
+    matmul_s = t_lo - c_lo.attention_flops / model.compute
+    if matmul_s <= 0:
+        return model
+    return replace(model, prefill=matmul / matmul_s,
+                   prefill_basis=f"calibrated on pp{n} at depth {c_lo.depth} ({ts_lo:.1f} t/s), attention as the "
+                                 "decode's")
+
+
+def matmul_flops(meta, geometry: ModelGeometry) -> int:
+    """FLOPs of the matrix products one prompt token runs: 2 per weight it multiplies by, every matrix of the
+    layers (expert_used / expert_count of the routed experts) and the output matrix (token_embd where tied); not
+    the embedding lookup, the vectors (norms, biases) or an MTP layer, which the main pass leaves out."""
+    used, count = meta.arch_count("expert_used_count"), meta.arch_count("expert_count")
+    share = used / count if count else 1.0
+    skip = {layer.index for layer in geometry.mtp_layers}
+    tied = not any(t.name == "output.weight" for t in meta.tensors)
+    total = 0.0
+    for t in meta.tensors:
+        if sum(1 for d in t.shape if d > 1) < 2:
+            continue
+        il, cls = classify(t.name)
+        if il in skip or (cls == "embeddings" and not tied):
+            continue
+        n = math.prod(t.shape)
+        total += n * share if cls == "routed_experts" else n
+    return 2 * round(total)
+
+
+def prefill_seconds(geometry: ModelGeometry, settings: Params, all_weights: int, active_weights: int, matmul: int,
+                    model: SpeedModel, n_prompt: int, depth: int = 0) -> float | None:
+    """Seconds to prefill `n_prompt` tokens onto `depth` cached ones, a ubatch at a time: each ubatch reads every
+    weight once, runs its tokens' matrix products and their attention over the cells before them, and writes
+    their KV rows. None where the model has no prefill figure."""
+    if not model.prefill:
+        return None
+    seconds, start, left = 0.0, depth, n_prompt
+    while left > 0:
+        n = min(max(1, settings.n_ubatch), left)
+        per_token = prefill_cost(geometry, settings, all_weights, active_weights, start, n)
+        seconds += n * model.prefill_seconds(per_token, matmul)
+        start, left = start + n, left - n
+    return seconds
 
 
 def tg_groups(records) -> list[list]:

@@ -24,6 +24,7 @@ class RooflineRow:
     full_gqa_tok_s: float | None
     measured_tok_s: float | None = None
     split_tok_s: float | None = None  # several cards (--card A+B), or part in RAM (-ngl, -ncmoe): its decode t/s
+    ttft_s: float | None = None  # seconds to prefill a prompt this deep (time to first token); None: not priced
 
 @dataclass(frozen=True, kw_only=True)
 class RooflineRecord(Record):

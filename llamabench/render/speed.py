@@ -17,13 +17,18 @@ def _f1(v: float) -> str:
     return f"{v:.1f}"
 
 
-def fields(measured: bool, split: bool = False) -> tuple[Field, ...]:
+def _seconds(v: float) -> str:
+    return f"{v:.2f}" if v < 100 else f"{v:,.0f}"
+
+
+def fields(measured: bool, split: bool = False, prefill: bool = False) -> tuple[Field, ...]:
     shown = frozenset({"table"}) if measured else frozenset()
     return (
         Field("depth", "depth", lambda r: r.depth, lambda v: f"{v:,}", "r"),
         Field("bytes_per_token", "MiB/token", lambda r: r.bytes_per_token, _m, "r"),
         Field("kv_read_bytes", "of it KV", lambda r: r.kv_read_bytes, _m, "r"),
         Field("tok_s", "t/s", lambda r: r.tok_s, _f1, "r"),
+        Field("ttft_s", "TTFT s", lambda r: r.ttft_s, _seconds, "r", frozenset({"table"}) if prefill else frozenset()),
         Field("split_tok_s", "placed t/s", lambda r: r.split_tok_s, _f1, "r",
               frozenset({"table"}) if split else frozenset()),
         Field("measured_tok_s", "measured t/s", lambda r: r.measured_tok_s, _f1, "r", shown),
@@ -38,7 +43,8 @@ def fields(measured: bool, split: bool = False) -> tuple[Field, ...]:
 
 def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
     measured = any(r.measured_tok_s is not None for r in record.rows)
-    rows = table(record.rows, fields(measured, record.split_basis is not None), fmt)
+    prefill = any(r.ttft_s is not None for r in record.rows)
+    rows = table(record.rows, fields(measured, record.split_basis is not None, prefill), fmt)
     if fmt in ("csv", "md"):
         return rows
     m, p = record.speed_model, record.params
@@ -57,4 +63,14 @@ def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
         f"  model     time per token = bytes / {m.bandwidth / 1e9:.1f} GB/s"
         + (f" + attention FLOPs / {m.compute / 1e12:.2f} TFLOPS" if math.isfinite(m.compute)
            else " (attention compute not limiting)") + f" ({m.basis})",
-        f"  KV        {kv}", *placed, "", rows])
+        f"  KV        {kv}", *placed, *_prefill_line(m, prefill), "", rows])
+
+
+def _prefill_line(m, prefill: bool) -> list[str]:
+    """How TTFT is priced: a prompt as deep as the row, prefilled a ubatch at a time from an empty context."""
+    if not prefill:
+        return ["  prefill   not priced (no matrix-product figure: --card, --tflops, or --calibrate on a run with a "
+                "pp test)"] if m.prefill is None else []
+    return [f"  prefill   TTFT: a prompt as deep as the row, a ubatch at a time from an empty context: its weights "
+            f"once per ubatch, matrix products at {m.prefill / 1e12:.2f} TFLOPS ({m.prefill_basis}), attention at "
+            + (f"{m.prefill_attention / 1e12:.2f} TFLOPS" if m.prefill_attention else "the decode's")]

@@ -117,9 +117,10 @@ def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
                 continue
             ax.barh(labels, values, left=left, color=colour, label=label, height=0.6)
             left = [a + v for a, v in zip(left, values)]
-        for y, b in enumerate(bars):
-            ax.annotate("fits" if b[3] else "does not fit", (left[y], y), xytext=(4, -3), textcoords="offset points",
-                        fontsize=8, color="darkgreen" if b[3] else "crimson")
+        for y, b in enumerate(bars):  # the verdict right of the bar and of its budget, never across the red mark
+            ax.annotate("fits" if b[3] else "does not fit", (max(left[y], b[2] / GIB), y), xytext=(5, -3),
+                        textcoords="offset points", fontsize=8, color="darkgreen" if b[3] else "crimson")
+        ax.set_xlim(0, max(max(left), max(b[2] / GIB for b in bars)) * 1.2)  # room for the verdicts
         budgets = {b[2] for b in bars}
         if len(budgets) == 1:
             ax.axvline(budgets.pop() / GIB, color="crimson", lw=1.5)

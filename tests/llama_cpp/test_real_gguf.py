@@ -87,6 +87,13 @@ def test_each_command_then_report_on_a_file(gemma, tmp_path, capsys):
     assert {r.model.label for r in records} == {"gemma-3-270m-q4_k_m"}  # one label for the file, whatever the command
     report = lb.report(results, out_dir=tmp_path / "rep")
     assert report.models[0].kv_efficiency[0].measured_prefill_tok_s > 0
+    # bench --dry-run: the plan's tokens, and its time calibrated on the run above (tg and pp at 0 and 256)
+    plan = lb.bench(str(gemma), n_prompt=[16], n_gen=[2], n_depth=[0, 1024], repetitions=1, n_ctx=4096,
+                    results=results, dry_run=True)
+    assert (plan.estimate.fill_tokens, plan.estimate.test_tokens) == (1024, 2 * (16 + 2 + 16 + 2))
+    assert plan.estimate.seconds is None or "calibrated on the earlier run" in plan.estimate.basis
+    assert lb.bench(str(gemma), n_depth=[0, 1024], results=tmp_path / "none.jsonl",
+                    dry_run=True).estimate.seconds is None
     assert json.loads((tmp_path / "rep" / "record.json").read_text()) == report.models[0].kv_efficiency[0].to_dict()
 
 

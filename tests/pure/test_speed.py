@@ -66,3 +66,43 @@ def test_card_figures_scale_by_their_efficiencies():
     assert m.bandwidth == 504e9 and m.compute == 82.6e12
     with pytest.raises(Exception, match="unknown card"):
         card("rtx-9999")
+
+
+# prefill (TTFT) -------------------------------------------------------------------------------------------------
+def test_ttft_reproduces_the_published_pp512_it_is_calibrated_on_and_holds_out_the_deeper_runs():
+    """roofline -d on the catalog's Llama 3.1 8B: a 4090's TTFT at 512 is its published pp512 (7138.99 t/s); the
+    same source's deeper prompts, not used, within 12% (pp4096 5265.68, pp8192 4039.68; the 3090's 3169.91 and
+    2527.40 on its own pp512)."""
+    import llamabench as lb
+
+    published = {"rtx-4090": {512: 7138.99, 4096: 5265.68, 8192: 4039.68},
+                 "rtx-3090": {512: 4030.40, 4096: 3169.91, 8192: 2527.40}}
+    for name, runs in published.items():
+        rows = {r.depth: r for r in lb.roofline("llama-3-1-8b", card=name, n_depth=list(runs), n_ctx=8192).rows}
+        assert sorted(rows) == sorted(runs)  # -d: those depths alone
+        for depth, ts in runs.items():
+            predicted = depth / rows[depth].ttft_s
+            assert predicted == pytest.approx(ts, rel=0.01 if depth == 512 else 0.12), (name, depth, predicted)
+
+
+def test_prefill_calibration_reproduces_both_measured_pp_tests():
+    from llamabench.memory.speed import SpeedModel, calibrate_prefill
+
+    decode = SpeedModel(100e9, 1e12, "test")
+    lo, hi = TokenCost(0, 2_000_000, 1000, 0, 1_000_000), TokenCost(4096, 2_000_000, 9000, 0, 90_000_000)
+    matmul = 500_000_000
+    ts = lambda c: 1 / (c.total_bytes / 100e9 + matmul / 2e12 + c.attention_flops / 0.5e12)  # noqa: E731
+    m = calibrate_prefill(decode, matmul, (lo, ts(lo), 512), (hi, ts(hi), 512))
+    assert m.prefill == pytest.approx(2e12) and m.prefill_attention == pytest.approx(0.5e12)
+    assert 1 / m.prefill_seconds(hi, matmul) == pytest.approx(ts(hi))
+    one = calibrate_prefill(decode, matmul, (lo, ts(lo), 512), (lo, ts(lo), 512))  # one depth: the decode's attention
+    assert one.prefill_attention is None and 1 / one.prefill_seconds(lo, matmul) == pytest.approx(ts(lo))
+
+
+def test_roofline_depths_beyond_the_context_are_refused():
+    import llamabench as lb
+    from llamabench.core.errors import LlamabenchError
+
+    with pytest.raises(LlamabenchError, match="beyond n_ctx"):
+        lb.roofline("llama-3-1-8b", card="rtx-4090", n_depth=[50000], n_ctx=32768)
+    assert all(r.ttft_s is None for r in lb.roofline("llama-3-1-8b", bandwidth=900, n_ctx=4096).rows)  # no FLOPs

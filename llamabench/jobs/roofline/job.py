@@ -27,7 +27,7 @@ from ..twin.shape import published_weights
 from .placement import PlacementSpeed, host_model, placement_speed
 from .split import SplitSpeed, split_speed
 
-ROOFLINE_PARAMS = ("n_ctx", "type_k", "type_v")
+ROOFLINE_PARAMS = ("n_ctx", "type_k", "type_v", "n_depth")
 
 @dataclass(frozen=True)
 class Prediction:
@@ -45,14 +45,14 @@ def predict(model: str, params: dict[str, Any], *, card: str | None = None, band
             bw_eff=None, compute_eff=None, calibrate=None, quant: str | None = None, tensor_split=None, link=None,
             link_ms=None, n_gpu_layers=None, n_cpu_moe=None, ram_bandwidth=None) -> Prediction:
     """The rows of MODEL's roofline (`params`: the schema's, by name)."""
-    values = call_values(params, ROOFLINE_PARAMS)
-    if values["n_ctx"] == 0:
-        raise UsageError("n_ctx 0: give the deepest depth")
+    values = call_values(params, ROOFLINE_PARAMS, lists=("n_depth",))
+    asked = asked_depths(values.pop("n_depth"), values["n_ctx"])
     source = resolve(model)
     meta, weights_basis, scale = weights_source(source, quant)
     ruled = has_layout_rule(meta)
     geometry = geometry_from_metadata(meta) if ruled else measured_geometry(meta, no_rule_reason(meta.architecture))
-    _, active = speed.weights_per_token(meta, geometry, scale_to_bytes=scale.bytes, by_bytes=scale.by_bytes)
+    weights, active = speed.weights_per_token(meta, geometry, scale_to_bytes=scale.bytes, by_bytes=scale.by_bytes)
+    prompt = Prompt(weights.total_bytes + weights.tied_output_bytes, speed.matmul_flops(meta, geometry))
     p = params_from(values)
     if not ruled and (calibrate or n_gpu_layers is not None or n_cpu_moe is not None or "+" in str(card or "")):
         raise UsageError(f"{no_rule_line(meta.architecture)}: roofline prices it on one card or bandwidth, its "
@@ -63,7 +63,7 @@ def predict(model: str, params: dict[str, Any], *, card: str | None = None, band
     if calibrate:
         if not Path(calibrate).is_file():
             raise UsageError(f"{calibrate}: no such results file to calibrate on")
-        model_, measured, offset = calibrated(Path(calibrate), source, geometry, p, active)
+        model_, measured, offset = calibrated(Path(calibrate), source, geometry, active, prompt)
     elif card:
         model_, split = card_model(card, bw_eff, compute_eff, lambda cards, eff: split_speed(
             meta, geometry, p, cards, eff, scale, tensor_split, link, link_ms))
@@ -81,11 +81,22 @@ def predict(model: str, params: dict[str, Any], *, card: str | None = None, band
     elif ram_bandwidth:
         raise UsageError("--ram-bandwidth prices the part in system RAM: give -ngl or --n-cpu-moe with it")
     if not ruled:
-        caches = measured_caches(str(source.gguf_for_llama()), p, depths_of(p, measured))
+        caches = measured_caches(str(source.gguf_for_llama()), p, asked or depths_of(p, measured))
         return Prediction(source, geometry.architecture, p, model_, active, weights_basis,
                           measured_rows(caches, active, model_), None)
     return Prediction(source, geometry.architecture, p, model_, active, weights_basis,
-                      rows(geometry, p, active, model_, measured, offset, split), split.basis if split else None)
+                      rows(geometry, p, active, model_, measured, offset, split, asked, prompt),
+                      split.basis if split else None)
+
+
+def asked_depths(given: tuple[int, ...], n_ctx: int) -> tuple[int, ...]:
+    """-d's depths, sorted (none where only the default 0 is given: n_ctx's fractions then), each within n_ctx."""
+    if n_ctx == 0:
+        raise UsageError("n_ctx 0: give the deepest depth")
+    asked = tuple(sorted(set(given))) if set(given) != {0} else ()
+    if asked and asked[-1] > n_ctx:
+        raise UsageError(f"depth {asked[-1]:,} is beyond n_ctx {n_ctx:,}: give -c {asked[-1]} or more")
+    return asked
 
 
 def roofline_record(found: Prediction) -> RooflineRecord:
@@ -134,17 +145,30 @@ def measured_rows(caches: dict[int, tuple[int, int]], active: int, model_: speed
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class Prompt:
+    """What prefilling a prompt costs beside the bytes: every weight's bytes (read once per ubatch) and the FLOPs
+    of one token's matrix products."""
+
+    all_weights: int
+    matmul_flops: int
+
+
 def rows(geometry, p: Params, active: int, model_: speed.SpeedModel, measured: dict[int, float], offset: int,
-         split: SplitSpeed | PlacementSpeed | None) -> tuple[RooflineRow, ...]:
-    """One row per depth: 0, n_ctx / 16, / 8, / 4, / 2, n_ctx, and every measured depth."""
-    depths = depths_of(p, measured)
+         split: SplitSpeed | PlacementSpeed | None, asked: tuple[int, ...] = (),
+         prompt: Prompt | None = None) -> tuple[RooflineRow, ...]:
+    """One row per depth: those asked (-d), or 0, n_ctx / 16, / 8, / 4, / 2, n_ctx, and every measured depth; each
+    with its decode ceiling and the time to prefill a prompt that deep (TTFT) where the model prices a prefill."""
     out = []
-    for d in depths:
+    for d in asked or depths_of(p, measured):
         ours = speed.token_cost(geometry, p, active, d + offset)  # measured tg: its middle token
         gqa = speed.token_cost(geometry, p, active, d + offset, as_full_gqa=True)
+        ttft = (speed.prefill_seconds(geometry, p, prompt.all_weights, active, prompt.matmul_flops, model_, d)
+                if prompt and d else None)
         out.append(RooflineRow(d, ours.total_bytes, ours.kv_bytes, ours.recurrent_bytes,
                                 model_.tokens_per_second(ours), gqa.total_bytes, model_.tokens_per_second(gqa),
-                                measured.get(d), split.tokens_per_second(d + offset) if split else None))
+                                measured.get(d), split.tokens_per_second(d + offset) if split else None,
+                                None if ttft is None else round(ttft, 4)))
     return tuple(out)
 
 
@@ -156,7 +180,10 @@ def bandwidth_model(bandwidth, tflops, bw_eff, compute_eff) -> speed.SpeedModel:
     tf = parse_value("tflops", tflops, listed=False) if tflops else None
     return speed.SpeedModel(bw * 1e9 * bw_e, tf * 1e12 * c_e if tf else float("inf"),
                             f"{bw:g} GB/s x {bw_e:g}" + (f", {tf:g} TFLOPS x {c_e:g}" if tf
-                                                         else ", attention compute not limiting"))
+                                                         else ", attention compute not limiting"),
+                            tf * 1e12 * c_e if tf else None,
+                            f"--tflops {tf:g} x {c_e:g}, as the attention (a card's matrix units prefill faster: "
+                            "--card or --calibrate)" if tf else "")
 
 
 def weights_source(source: ModelSource, quant: str | None):
@@ -168,9 +195,9 @@ def weights_source(source: ModelSource, quant: str | None):
     return twin.meta, twin.basis, speed.WeightsScale(twin.scale, twin.by_bytes)
 
 
-def calibrated(path: Path, source: ModelSource, geometry, p: Params, active: int):
+def calibrated(path: Path, source: ModelSource, geometry, active: int, prompt: Prompt):
     """The speed model of two measured depths of this model (the group with the most), the measured t/s by
-    depth, and the offset of a tg test's middle token."""
+    depth, and the offset of a tg test's middle token; its prefill from the shallowest pp test of the same run."""
     read = read_records(path)
     records, warnings = [r for r in read.records if isinstance(r, BenchRecord)], read.warnings
     records = [r for r in records if r.model.label == source.label]
@@ -181,7 +208,26 @@ def calibrated(path: Path, source: ModelSource, geometry, p: Params, active: int
                          f"with one context configuration{passed_over}")
     group = groups[0]  # the one with the most depths
     n_tokens = group[0].test.n_tokens
-    cost = lambda d: speed.token_cost(geometry, p, active, d + n_tokens // 2)  # noqa: E731
     lo, hi = group[0], group[-1]
+    measured_with = lo.params  # the run's own cache types and batch sizes price what it read
+    cost = lambda d: speed.token_cost(geometry, measured_with, active, d + n_tokens // 2)  # noqa: E731
     model = speed.calibrate(cost(lo.test.depth), lo.avg_ts, cost(hi.test.depth), hi.avg_ts)
-    return model, {r.test.depth: r.avg_ts for r in group}, n_tokens // 2
+    return (with_prefill(model, records, lo, geometry, measured_with, active, prompt),
+            {r.test.depth: r.avg_ts for r in group}, n_tokens // 2)
+
+
+def with_prefill(model: speed.SpeedModel, records, tg, geometry, p: Params, active: int,
+                 prompt: Prompt) -> speed.SpeedModel:
+    """The calibrated model with the prefill of the same run's pp tests (`speed.calibrate_prefill`): the shallowest
+    and the deepest, the newest of each depth. Unchanged where the run has none."""
+    newest: dict[int, object] = {}
+    for r in sorted(records, key=lambda r: r.timestamp):
+        if r.ok and r.test.kind == "pp" and r.series == tg.series and r.params == tg.params:
+            newest[r.test.depth] = r
+    if not newest or not prompt.matmul_flops:
+        return model
+    lo, hi = newest[min(newest)], newest[max(newest)]
+    cost = lambda r: speed.test_cost(geometry, p, prompt.all_weights, active, "pp", r.test.depth,  # noqa: E731
+                                     r.test.n_tokens)
+    return speed.calibrate_prefill(model, prompt.matmul_flops, (cost(lo), lo.avg_ts, lo.test.n_tokens),
+                                   (cost(hi), hi.avg_ts, hi.test.n_tokens))
