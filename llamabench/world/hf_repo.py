@@ -1,6 +1,7 @@
 """A Hugging Face repository named as llama.cpp's `-hf OWNER/REPO[:QUANT]` takes it, and the GGUF of it llama.cpp
-would load: the repository's files listed (huggingface_hub, HF_ENDPOINT and HF_TOKEN honoured), the model file
-picked by llama.cpp's own rule (common/download.cpp, llama.cpp as vendored by llama-cpp-python 0.3.36):
+would load: the repository's files listed (the hub's tree API, read within remote.Reader's bounds; HF_ENDPOINT and
+HF_TOKEN honoured), the model file picked by llama.cpp's own rule (common/download.cpp, llama.cpp as vendored by
+llama-cpp-python 0.3.36):
 
 - `common_download_split_repo_tag` (74-81): OWNER/REPO, then an optional `:TAG`;
 - `find_best_model` (655-690): the first file whose path matches `TAG[.-]` (any case), else with no tag
@@ -10,16 +11,15 @@ picked by llama.cpp's own rule (common/download.cpp, llama.cpp as vendored by ll
 
 from __future__ import annotations
 
-import logging
+import json
 import os
 import re
 import socket
-import threading
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from ..core.safe_text import escaped
 from .paths import HTTP_TIMEOUT_ENV, http_timeout
-from .remote import RemoteError
+from .remote import Reader, RemoteError
 
 DEFAULT_TAGS = ("Q4_K_M", "Q8_0")
 _SIDECARS = ("mmproj", "imatrix", "mtp-", "eagle3-", "dflash-", "dspark-")
@@ -105,54 +105,72 @@ def repo_files(repo: str, revision: str | None, shown: str) -> list[str]:
 
 
 def repo_listing(repo: str, revision: str | None, shown: str) -> dict[str, int]:
-    """The repository's files and their sizes (0: not said), listed within the HTTP deadline
-    (LLAMABENCH_HTTP_TIMEOUT, the whole listing): huggingface_hub waits for ever on a server that stalls, so the
-    listing runs in a thread the tool leaves (its retries kept quiet: the hub's log stays at CRITICAL while it
-    runs)."""
-    from huggingface_hub.utils import logging as hub_logging  # configures its logger on first use: then quiet it
+    """The repository's files and their sizes (0: not said), from the hub's tree API (what huggingface_hub's
+    list_repo_tree asks: recursive, page by page along the Link header; HF_ENDPOINT and HF_TOKEN honoured), read
+    by remote.Reader: one deadline over every page (LLAMABENCH_HTTP_TIMEOUT, its sockets cut when it runs out), each
+    page read to MAX_PAGE_BYTES at most before it is parsed, MAX_LISTED files and MAX_PAGES pages in all, a page that
+    comes again refused, Authorization never sent to another host."""
+    from huggingface_hub import get_token
 
-    hub_log = hub_logging.get_logger()
-    level = hub_log.level
-    hub_log.setLevel(logging.CRITICAL)  # its retry warnings would make a second line: the error says it once
-    outcome: dict = {}
-    worker = threading.Thread(target=_list_into, args=(outcome, repo, revision), daemon=True)
-    deadline_s = http_timeout()
+    endpoint = (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or "https://huggingface.co"
+    if not _REPO.fullmatch(repo) or ".." in repo:
+        raise RemoteError(f"{shown}: not a repository (write OWNER/REPO)")
     try:
-        worker.start()
-        worker.join(deadline_s)
-    finally:
-        if not worker.is_alive():  # a listing left running would log its retries on whatever stderr is then
-            hub_log.setLevel(level)
-    if worker.is_alive():
-        outcome["stop"] = True  # the listing ends at its next entry: no thread asks the hub for pages after the call
-        raise RemoteError(f"{shown}: the repository's files were not listed in {deadline_s:g} s (a server that "
-                          f"stalls? {HTTP_TIMEOUT_ENV} sets the limit)")
-    if "error" in outcome:
-        exc = outcome["error"]
-        why = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
-        raise RemoteError(f"{shown}: the repository's files could not be listed ({escaped(why)})")
-    return outcome["files"]
-
-
-def _list_into(outcome: dict, repo: str, revision: str | None) -> None:
-    try:
-        from huggingface_hub import HfApi, get_token
-        from huggingface_hub.hf_api import RepoFile
-
-        endpoint = (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or None
-        _reachable(endpoint or "https://huggingface.co")  # offline: one line now, not 24 s of the hub's retries
-        api = HfApi(endpoint=endpoint, token=get_token())
-        files = {}
-        for entry in api.list_repo_tree(repo, revision=revision or None, recursive=True):  # page by page
-            if outcome.get("stop"):  # the caller gave up (its deadline): stop asking for pages
-                return
-            if isinstance(entry, RepoFile):
-                files[entry.rfilename] = int(entry.size or 0)
+        _reachable(endpoint)  # offline: one line at once, naming the host
+    except OSError as exc:
+        raise RemoteError(f"{shown}: the repository's files could not be listed ({escaped(str(exc))})") from None
+    url = f"{endpoint}/api/models/{repo}/tree/{quote(revision or 'main', safe='')}?recursive=true&expand=false"
+    token = get_token()
+    files: dict[str, int] = {}
+    seen: set[str] = set()
+    with Reader(url, {"Authorization": f"Bearer {token}"} if token else {}, max_requests=MAX_PAGES,
+                shown=shown) as reader:
+        page: str | None = url
+        while page:
+            if page in seen:
+                raise RemoteError(f"{shown}: the listing's pages come round again (a page links to an earlier one)")
+            seen.add(page)
+            body, page = _timed(reader, page)
+            for path, size in _entries(body, shown):
+                files[path] = size
             if len(files) > MAX_LISTED:
-                raise ValueError(f"more than {MAX_LISTED:,} files: not a model repository")
-        outcome["files"] = files
-    except Exception as exc:  # huggingface_hub's and requests' errors alike: one line
-        outcome["error"] = exc
+                raise RemoteError(f"{shown}: more than {MAX_LISTED:,} files: not a model repository")
+    return files
+
+
+MAX_PAGE_BYTES = 32 * 2**20  # one page of the listing: the hub's own, 1,000 entries, is well under 1 MiB
+MAX_PAGES = 500  # the hub's pages hold 1,000 entries: MAX_LISTED in 100
+
+
+def _timed(reader: Reader, page: str) -> tuple[bytes, str | None]:
+    """One page; the deadline's words where it ran out."""
+    try:
+        return reader.page(page, MAX_PAGE_BYTES)
+    except RemoteError:
+        if reader.deadline.expired:
+            raise RemoteError(f"{reader.shown}: the repository's files were not listed in "
+                              f"{reader.deadline.seconds:g} s (a server that stalls? {HTTP_TIMEOUT_ENV} sets the "
+                              "limit)") from None
+        raise
+
+
+def _entries(body: bytes, shown: str):
+    """(path, size) of each file of one listing page (a JSON array of the hub's tree entries; directories skipped,
+    an LFS file's size its object's)."""
+    try:
+        entries = json.loads(body)
+    except (ValueError, RecursionError):
+        raise RemoteError(f"{shown}: the listing is not JSON") from None
+    if not isinstance(entries, list):
+        raise RemoteError(f"{shown}: the listing is not a list of files")
+    for e in entries:
+        if not isinstance(e, dict) or e.get("type") != "file":
+            continue
+        path = e.get("path")
+        lfs = e.get("lfs") if isinstance(e.get("lfs"), dict) else {}
+        size = lfs.get("size", e.get("size", 0))
+        if isinstance(path, str) and path:
+            yield path, size if isinstance(size, int) and not isinstance(size, bool) and 0 <= size < 2**60 else 0
 
 
 def _reachable(endpoint: str) -> None:

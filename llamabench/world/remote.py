@@ -25,6 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..core.errors import LlamabenchError
 from ..core.safe_text import escaped
@@ -231,17 +232,18 @@ def bytes_read() -> int:
         return _read[0]
 
 
-class _Reader:
+class Reader:
     """The requests of one header read: one deadline, a bounded count, one version of the file."""
 
-    def __init__(self, url: str, headers: dict):
-        self.url, self.shown, self.headers = url, redact(url), headers
+    def __init__(self, url: str, headers: dict, *, max_requests: int = MAX_REQUESTS, shown: str | None = None):
+        self.url, self.shown, self.headers = url, shown or redact(url), headers
         self.deadline = _Deadline(http_timeout(), http_low_speed())
         self.session = _session(self.deadline)
         self.requests = 0
+        self.max_requests = max_requests
         self.version: tuple | None = None
 
-    def __enter__(self) -> "_Reader":
+    def __enter__(self) -> "Reader":
         return self
 
     def __exit__(self, *exc) -> None:
@@ -292,13 +294,42 @@ class _Reader:
         _count(len(body))
         return _Answer(body, total, self.version)
 
-    def _get(self, headers: dict):
+    def page(self, url: str, max_bytes: int) -> tuple[bytes, str | None]:
+        """A whole answer of at most `max_bytes` (a hub's listing page: read to its cap before anything parses it)
+        and the URL of the next page (its Link header's rel="next", on the same host only: Authorization goes
+        with it), or None."""
+        from requests.compat import urljoin
+        from requests.utils import parse_header_links
+
+        response = self._get({**self.headers, "Accept-Encoding": "identity"}, url)
+        with response:
+            if response.status_code != 200:
+                if response.status_code in (401, 403):
+                    raise self.error(f"HTTP {response.status_code}: not allowed (set HF_TOKEN for a gated or "
+                                     "private repository)")
+                raise self.error(f"HTTP {response.status_code}" + (": no such repository or revision"
+                                                                  if response.status_code == 404 else ""))
+            body = self._body(response, max_bytes + 1)
+            link = response.headers.get("Link", "")[:4096]
+        if len(body) > max_bytes:
+            raise self.error(f"one page of the listing is over {max_bytes // 2**20} MiB: not a model repository")
+        _count(len(body))
+        following = next((x.get("url") for x in parse_header_links(link) if x.get("rel") == "next"), None) \
+            if link else None
+        if not following:
+            return body, None
+        target = urljoin(url, following)
+        if urlsplit(target).netloc != urlsplit(self.url).netloc:
+            raise self.error("the listing's next page is on another host")
+        return body, target
+
+    def _get(self, headers: dict, url: str | None = None):
         """The answer to a GET, redirects followed by hand: their bodies unread, the deadline over all, and
         credentials (Authorization, a URL's user:password) dropped for good once a redirect leaves the host."""
         from requests.compat import urljoin
         from requests.utils import get_auth_from_url
 
-        url, headers = self.url, dict(headers)
+        url, headers = url or self.url, dict(headers)
         auth = get_auth_from_url(url) if _USERINFO.match(url) else None
         for _ in range(MAX_REDIRECTS + 1):
             response = self._send(url, headers, auth)
@@ -320,8 +351,8 @@ class _Reader:
         import requests
 
         self.requests += 1
-        if self.requests > MAX_REQUESTS:
-            raise self.error(f"more than {MAX_REQUESTS} requests for one header; the server does not answer "
+        if self.requests > self.max_requests:
+            raise self.error(f"more than {self.max_requests} requests for one header; the server does not answer "
                              "ranges as asked")
         left = self.time_left()
         try:
@@ -450,7 +481,7 @@ def _cached(local: Path, shown: str, answer: _Answer) -> Fetched | None:
     return None
 
 
-def _read_header(reader: _Reader, first: _Answer, show: bool) -> tuple[bytearray, int]:
+def _read_header(reader: Reader, first: _Answer, show: bool) -> tuple[bytearray, int]:
     """(bytes read, end of the tensor infos): ranges of growing size until the header is in."""
     data, total, n = bytearray(first.body), first.total, FIRST_RANGE
     while True:
@@ -493,7 +524,7 @@ def fetch_header(model: str, cache: Path, *, progress: bool | None = None) -> Fe
     """The header and tensor infos of a remote GGUF, as a sparse local file (cached by URL and ETag)."""
     url, headers = resolve_url(model)
     show = sys.stderr.isatty() if progress is None else progress
-    with _Reader(url, headers) as reader:
+    with Reader(url, headers) as reader:
         first = reader.range(0, FIRST_RANGE - 1)
         local = _local_path(cache, reader.shown)
         cached = _cached(local, reader.shown, first)

@@ -5,6 +5,8 @@ calls it, in its own process under a wall-time and a memory bound (tests/support
   3 hostile servers at --url: an endless error body, no context size, token-less events, a connection kept open
     after the last event, /props a byte a second
   4 the API misused with this round's keywords: paths of every type, NUL bytes, lists where one value goes
+  5 hostile hubs at -hf: one listing page of 3M entries (under 400 MiB of memory), a page linking to itself, pages
+    without end, a next page on another host, a listing that is no list
 Good outcomes are an honest success or one `llamabench: error:` line (a failed test in its record, for a server);
 the API's refusals must be a LlamabenchError, or a TypeError for a wrong call.
 """
@@ -18,7 +20,7 @@ from http.server import ThreadingHTTPServer
 import pytest
 
 from tests.hostile.test_fuzz_round3 import API
-from tests.hostile.test_round4 import hostile
+from tests.hostile.test_round4 import _hub_server, hostile
 from tests.support.fuzz_harness import Case, run_campaign, summary
 
 pytestmark = pytest.mark.slow
@@ -72,12 +74,24 @@ def _api_cases(model: str, env: dict) -> list[Case]:
             for c in calls]
 
 
+def _hub_cases(env: dict, stack: ExitStack) -> list[Case]:
+    cases = []
+    for mode in ("huge-page", "self-page", "endless-pages", "other-host", "not-a-list"):
+        server = _hub_server(mode)
+        stack.callback(server.shutdown)
+        cases.append(Case(group="5 hostile hubs", argv=["inspect", "-hf", "someone/some-repo"],
+                          env={**env, "HF_ENDPOINT": f"http://127.0.0.1:{server.server_port}",
+                               "LLAMABENCH_HTTP_TIMEOUT": "3"}, must_fail=True, rss_bytes=400 * 2**20,
+                          memory_error=True))
+    return cases
+
+
 def test_fuzz_round4(tmp_path, gemma):
     env = {"LLAMABENCH_CACHE_DIR": str(tmp_path / "cache"), "LLAMABENCH_REPORTS_DIR": str(tmp_path / "reports")}
     model = str(gemma)
     with ExitStack() as stack:
         cases = (_url_cases(env) + _line_cases(model, env) + _server_cases(model, env, stack)
-                 + _api_cases(model, env))
+                 + _api_cases(model, env) + _hub_cases(env, stack))
         counts, per_group, bad = run_campaign(cases)
     print("\nfuzz (round 4): " + summary(counts, per_group))
     assert not bad, summary(counts, per_group) + "\n" + "\n".join(f"{g} {k}: {d}" for g, k, d in bad[:20])

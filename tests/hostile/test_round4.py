@@ -148,3 +148,100 @@ def test_a_dry_run_cache_entry_out_of_range_is_not_trusted(tmp_path, monkeypatch
     assert cache.get(settings) is None
     cache.entries[cache._name(settings)] = ["split", [1024, 0, [], [], [0, 0]]]
     assert cache.get(settings).card == 1024
+
+
+# -hf: a hostile hub's listing -----------------------------------------------------------------------------------
+ENTRY = '{"type": "file", "path": "dir/f%07d.bin", "size": 1, "oid": "0"}'
+
+
+def hub(mode: str, seen: list | None = None):  # noqa: C901 - one hostile hub, a branch per mode
+    """A hub's tree API gone wrong, by mode: one page of 3M entries, a page linking to itself, pages without end, an
+    answer that is not a list; "two-pages": a good listing over two pages (page 2 has the GGUF)."""
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def _page(self, body: bytes, link: str | None = None):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            if link:
+                self.send_header("Link", link)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self):
+            if seen is not None:
+                seen.append((self.path, self.headers.get("Authorization")))
+            page = int(self.path.rpartition("page=")[2]) if "page=" in self.path else 1
+            try:
+                if mode == "huge-page":  # 3M entries, streamed: the client must stop long before the end
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    self.wfile.write(b"[")
+                    for i in range(3_000_000):
+                        self.wfile.write(((ENTRY % i) + ",").encode())
+                    self.wfile.write(b"{}]")
+                elif mode == "self-page":
+                    self._page(b"[]", f'<{self.path}>; rel="next"')
+                elif mode == "endless-pages":
+                    self._page(("[" + ENTRY % page + "]").encode(), f'</p?page={page + 1}>; rel="next"')
+                elif mode == "other-host":
+                    self._page(b"[]", '<http://203.0.113.1/p?page=2>; rel="next"')
+                elif mode == "not-a-list":
+                    self._page(b'{"error": "x"}')
+                elif mode == "two-pages":
+                    files = ["README.md"] if page == 1 else ["Model-Q8_0.gguf"]
+                    self._page(json.dumps([{"type": "file", "path": f, "size": 7} for f in files]).encode(),
+                               '</p?page=2>; rel="next"' if page == 1 else None)
+            except OSError:
+                return
+    return Handler
+
+
+def _hub_server(mode: str, seen: list | None = None):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), hub(mode, seen))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_a_hub_listing_over_two_pages_is_read_whole_and_its_token_stays_on_the_host(monkeypatch):
+    from llamabench.world.hf_repo import repo_listing
+
+    seen: list = []
+    server = _hub_server("two-pages", seen)
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+        monkeypatch.setenv("HF_TOKEN", "hf_secret")
+        assert repo_listing("someone/some-repo", None, "hf://someone/some-repo") == {"README.md": 7,
+                                                                                   "Model-Q8_0.gguf": 7}
+        assert [p for p, _ in seen] == ["/api/models/someone/some-repo/tree/main?recursive=true&expand=false",
+                                       "/p?page=2"]
+        assert {a for _, a in seen} == {"Bearer hf_secret"}
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize("mode, says", [("huge-page", "over 32 MiB"), ("self-page", "come round again"),
+                                        ("endless-pages", "were not listed in 3 s"),
+                                        ("other-host", "next page is on another host"),
+                                        ("not-a-list", "not a list of files")])
+def test_a_hostile_hub_listing_is_one_line(mode, says, capsys, monkeypatch):
+    """-hf on a hub whose listing would not end or not fit: one line, no thread left asking for pages."""
+    seen: list = []
+    server = _hub_server(mode, seen)
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_port}")
+        monkeypatch.setenv("LLAMABENCH_HTTP_TIMEOUT", "3")  # pages without end: the deadline over them all
+        assert main(["inspect", "-hf", "someone/some-repo"]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, err
+        asked = len(seen)
+        time.sleep(0.5)
+        assert len(seen) == asked  # nothing asks the hub for pages once the call has ended
+    finally:
+        server.shutdown()
