@@ -114,3 +114,17 @@ def test_budget_bars_draw_every_part_so_they_add_up_to_the_total(tmp_path):
     rows = [replace(r, parts=replace(r.parts, projector=300 * 2**20)) for r in fit_result(int(1.2 * GIB)).rows]
     written = plots.budget_bars(tmp_path, "Tiny", rows, 8192)
     assert (tmp_path / "budget.png") in written and "mmproj" in (tmp_path / "budget.svg").read_text()
+
+
+def test_budget_bars_put_each_verdict_right_of_the_red_line(tmp_path, monkeypatch):
+    """budget.png: "fits" / "does not fit" sat at the bar's end, across the budget line of a bar just under it."""
+    from llamabench.reporting import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, out_dir, name: figures.append(fig) or [])
+    rows = fit_result(int(1.2 * GIB)).rows
+    plots.budget_bars(tmp_path, "Tiny", rows, 8192)
+    ax = figures[0].axes[0]
+    budget_x = next(line.get_xdata()[0] for line in ax.get_lines())  # the red line
+    verdicts = [t for t in ax.texts if t.get_text() in ("fits", "does not fit")]
+    assert verdicts and all(t.xy[0] >= budget_x for t in verdicts)
