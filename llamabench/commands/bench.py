@@ -91,15 +91,21 @@ def _estimate_words(e) -> str:
 
 
 def _layers_words(plan) -> str:
-    """Where the layers go, in words (bench's -ngl default: every layer on a GPU build, as llama-bench's)."""
-    counts = {p.n_gpu_layers for p in plan.configurations}
-    if counts == {0}:
-        return "all on the CPU (-ngl 0" + ("" if ggml_devices.supports_gpu_offload() else
-                                          ": this build has no GPU backend") + ")"
-    if counts == {ALL_LAYERS}:
-        return f"all on the GPU (-ngl all: {ALL_LAYERS}, llama-bench's default)" + (
-            "" if ggml_devices.supports_gpu_offload() else "; no GPU backend here: on the --rpc hosts, else the CPU")
-    return "-ngl " + ", ".join(map(str, sorted(counts))) + " on the GPU, the rest on the CPU"
+    """Where the layers go, in words, one phrase per -ngl and --n-cpu-moe of the sweep (bench's -ngl default: every
+    layer on a GPU build, as llama-bench's), and what a build without a GPU backend does with them."""
+    phrases = []
+    for ngl in dict.fromkeys(p.n_gpu_layers for p in plan.configurations):
+        phrases.append("all on the CPU (-ngl 0)" if ngl == 0 else
+                       f"all on the GPU (-ngl all: {ALL_LAYERS}, llama-bench's default)" if ngl >= ALL_LAYERS else
+                       f"the last {ngl} layers on the GPU, the rest on the CPU (-ngl {ngl})")
+    for moe in dict.fromkeys(p.n_cpu_moe for p in plan.configurations if p.n_cpu_moe):
+        phrases.append(f"the routed experts of layers 0-{moe - 1} in system RAM (--n-cpu-moe {moe})")
+    words = "; ".join(phrases)
+    if any(p.n_gpu_layers for p in plan.configurations) and not ggml_devices.supports_gpu_offload():
+        words += "; this build has no GPU backend: the GPU's layers go to --rpc hosts where given, else the CPU"
+    elif not ggml_devices.supports_gpu_offload():
+        words += ": this build has no GPU backend"
+    return words
 
 
 def _rate(m) -> str:

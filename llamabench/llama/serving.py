@@ -167,11 +167,13 @@ def exit_words(returncode: int) -> str:
         return f"was killed by signal {-returncode}"
 
 
-def signal_advice(returncode: int) -> str:
-    """The likely cause of a death by a fault signal, and its remedy."""
+def signal_advice(returncode: int, argv: tuple[str, ...] | None = None) -> str:
+    """The likely cause of a death by a fault signal, and its remedy; none where the line already turns the
+    CPU's repacked weights off (-nr: the fault is another one, its log says more)."""
     faults = {-int(s) for s in (signal.SIGILL, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE)}
-    return ("rerun with -nr (--repack 0): the CPU's repacked weights (CPU_REPACK / AMX) fault on some CPUs"
-            if returncode in faults else "")
+    if returncode not in faults or any(a in ("-nr", "--no-repack") for a in argv or ()):
+        return ""
+    return "rerun with -nr (--repack 0): the CPU's repacked weights (CPU_REPACK / AMX) fault on some CPUs"
 
 
 def last_lines(log: str, n: int = 2) -> str:
@@ -184,9 +186,10 @@ def _wait_ready(server: Started, proc: subprocess.Popen, timeout_s: float) -> No
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            advice = signal_advice(proc.returncode)
-            raise EngineError(f"llama-server {exit_words(proc.returncode)} before it listened"
-                              + (f": {advice}" if advice else "")
+            # the remedy right after what died (a table shows a reason's start), then when, then the log's end
+            advice = signal_advice(proc.returncode, server.argv)
+            raise EngineError(f"llama-server {exit_words(proc.returncode).removeprefix('was ')}"
+                              + (f": {advice}" if advice else "") + "; before it listened"
                               + (f"; its log ends: {last_lines(server.log())}" if server.log().strip() else ""))
         try:
             if get(server.url, "/health", timeout_s=2.0).get("status") == "ok":

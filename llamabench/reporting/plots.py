@@ -29,6 +29,12 @@ def _plt():
     return plt
 
 
+def _twin_note(what: str) -> str:
+    """The subtitle line of a plot drawn from a geometry twin's run: without it a catalog id's numbers (the twin's
+    44 MiB of weights, its t/s) read as the published model's."""
+    return f"\ntimed on its geometry twin (the real layer layout, tiny widths): {what}"
+
+
 def _save(fig, out_dir: Path, name: str) -> list[Path]:
     import matplotlib.pyplot as plt
 
@@ -67,8 +73,10 @@ def kv_vs_context(out_dir: Path, name: str, curve: tuple[KvPoint, ...], comparis
             else:
                 ax.annotate(f"{card} GiB card: no room, the {what} ({taken / GIB:.1f} GiB) already exceed it",
                             (x[0], 0), textcoords="offset points", xytext=(2, 4), fontsize=8, color="dimgrey")
-    ax.axvline(mark_ctx / 1024, color="crimson", lw=1, alpha=0.7)
-    ax.annotate("128k", (mark_ctx / 1024, ax.get_ylim()[1] * 0.95), color="crimson", fontsize=9, xytext=(3, 0),
+    mark = f"{mark_ctx // 1024}k"
+    ax.axvline(mark_ctx / 1024, color="crimson", lw=1, alpha=0.7,
+               label=f"{mark} (n_ctx {mark_ctx:,}): the context llamabench sizes for unless told (-c)")
+    ax.annotate(mark, (mark_ctx / 1024, ax.get_ylim()[1] * 0.95), color="crimson", fontsize=9, xytext=(3, 0),
                 textcoords="offset points")
     if n_ctx_train and n_ctx_train < curve[-1].n_ctx:  # the axis runs past what the model was trained for
         ax.axvspan(n_ctx_train / 1024, x[-1], color="grey", alpha=0.12, lw=0)
@@ -79,7 +87,7 @@ def kv_vs_context(out_dir: Path, name: str, curve: tuple[KvPoint, ...], comparis
     ax.set_title(f"{name}: KV cache against context length (f16, computed from the metadata)")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
-    ax.legend(fontsize=8, loc="upper left")
+    fig.legend(fontsize=8, loc="outside lower center", ncol=2)  # below the axes: inside, it covered the curve
     return _save(fig, out_dir, "kv_vs_context")
 
 
@@ -141,7 +149,8 @@ def budget_bars(out_dir: Path, name: str, rows: list, n_ctx: int) -> list[Path]:
 def speed_vs_depth(out_dir: Path, name: str, bench: list) -> list[Path]:
     """Prefill and decode t/s against depth: one line per machine and context configuration."""
     plt = _plt()
-    fig, (ax_pp, ax_tg) = plt.subplots(1, 2, figsize=(10, 4.4))
+    # constrained: the twin's second subtitle line ran over the panel titles without it
+    fig, (ax_pp, ax_tg) = plt.subplots(1, 2, figsize=(10, 4.4), layout="constrained")
     series: dict[tuple, dict[str, list]] = {}
     for r in bench:
         if not r.ok:
@@ -169,18 +178,18 @@ def speed_vs_depth(out_dir: Path, name: str, bench: list) -> list[Path]:
             ax.legend(fontsize=7)
     twin = any(r.model.is_twin for r in bench)
     machines = sorted({k[0] for k in series})
-    stand_in = ("\ntimed on its geometry twin (the real layer layout, tiny widths): how speed changes with depth, "
-                "not the published model's speed")
+    stand_in = _twin_note("how speed changes with depth, not the published model's speed")
     fig.suptitle(f"{name}: speed at depth" + (stand_in if twin else "")
                  + ("" if several or not machines else f", {machines[0]}"), fontsize=10)
     return _save(fig, out_dir, "speed_vs_depth")
 
 
-def theory_vs_measured(out_dir: Path, name: str,
-                       components: list[tuple[str, float | None, float | None]]) -> list[Path]:
-    """Grouped bars per component: theory against what llama.cpp allocated (MiB)."""
+def theory_vs_measured(out_dir: Path, name: str, components: list[tuple[str, float | None, float | None]], *,
+                       twin: bool = False) -> list[Path]:
+    """Grouped bars per component: theory against what llama.cpp allocated (MiB); `twin`: sized on the geometry
+    twin, whose KV and state are the published model's but whose weights and compute buffer are its own."""
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = plt.subplots(figsize=(10, 4.4) if twin else (7.5, 4.2), layout="constrained")
     xs = range(len(components))
     theory = [c[1] if c[1] is not None else 0 for c in components]
     measured = [c[2] if c[2] is not None else 0 for c in components]
@@ -193,7 +202,8 @@ def theory_vs_measured(out_dir: Path, name: str,
             ax.annotate(f"{m:.2f}", (x + 0.2, m), ha="center", fontsize=7, xytext=(0, 2), textcoords="offset points")
     ax.set_xticks(list(xs), [c[0] for c in components])
     ax.set_ylabel("MiB")
-    ax.set_title(f"{name}: theory against llama.cpp's allocation")
+    stand_in = _twin_note("KV and state are the published model's, the weights and compute buffer the twin's")
+    ax.set_title(f"{name}: theory against llama.cpp's allocation" + (stand_in if twin else ""), fontsize=10)
     ax.legend(fontsize=8)
     return _save(fig, out_dir, "theory_vs_measured")
 

@@ -35,7 +35,7 @@ def test_ngl_takes_all_and_auto_as_llama_cpp_does():
 def test_the_plan_says_where_the_layers_go(gemma, capsys):
     assert main(["bench", str(gemma), "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "layers: all on the CPU (-ngl 0: this build has no GPU backend)" in out
+    assert "layers: all on the CPU (-ngl 0): this build has no GPU backend" in out
 
 
 @pytest.mark.parametrize("repack, says", [(True, "llama.cpp killed by SIGILL: rerun with --repack 0"),
@@ -49,6 +49,7 @@ def test_a_child_killed_by_a_fault_says_the_remedy_first_on_one_line(repack, say
 def test_llama_server_killed_before_it_listened_is_one_readable_line():
     assert serving.exit_words(-signal.SIGILL) == "was killed by SIGILL"
     assert "rerun with -nr" in serving.signal_advice(-signal.SIGILL) and not serving.signal_advice(-signal.SIGTERM)
+    assert not serving.signal_advice(-signal.SIGSEGV, ("llama-server", "-nr"))  # already off: no such advice
     assert serving.last_lines("a\n\nb\nc\n") == "b | c"
 
 
@@ -132,3 +133,31 @@ def test_the_deadlines_and_their_defaults_are_in_help(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert "LLAMABENCH_HTTP_TIMEOUT" in out and "(default 120)" in out and "LLAMABENCH_RPC_TIMEOUT" in out
+
+
+def test_a_sweeps_layers_are_each_said_with_the_experts_in_ram(capsys):
+    """-ngl 0,all read "-ngl 0, 999 on the GPU", and --n-cpu-moe went unsaid."""
+    assert main(["bench", "qwen3-30b-a3b", "-ngl", "0,all", "-ncmoe", "2", "--dry-run"]) == 0
+    layers = next(line for line in capsys.readouterr().out.splitlines() if "layers:" in line)
+    assert "all on the CPU (-ngl 0); all on the GPU (-ngl all" in layers
+    assert "the routed experts of layers 0-1 in system RAM (--n-cpu-moe 2)" in layers
+
+
+def test_a_server_killed_with_repack_already_off_gets_no_repack_advice(gemma, tmp_path, capsys):
+    """A llama-server that dies by SIGSEGV though -nr is on its line: what died and when, first, and no advice to
+    turn off what is off."""
+    fake = tmp_path / "llama-server"
+    fake.write_text("#!/bin/sh\necho 'loading model'\necho 'ggml: something else broke'\nkill -SEGV $$\n")
+    fake.chmod(0o755)
+    results = tmp_path / "r.jsonl"
+    assert main(["bench", str(gemma), "--runtime", "llama-server", "--server-bin", str(fake), "--repack", "0",
+                 "-p", "8", "-n", "0", "-r", "1", "--results", str(results)]) in (0, 1)
+    reason = next(r for r in lb_records(results)).reason
+    assert reason.startswith("llama-server killed by SIGSEGV; before it listened") and "rerun with -nr" not in reason
+    assert "something else broke" in reason and "\n" not in reason
+
+
+def lb_records(path):
+    from llamabench.records.records import read_records
+
+    return read_records(path).records
