@@ -207,8 +207,11 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
     run = BenchRun(plan.source.label, str(plan.target), plan.configurations, plan.tests, plan.repetitions,
                    dry_run=dry_run, runtime=plan.runtime,
                    commands=tuple(plan.server_command(p) for p in plan.configurations) if server else ())
-    if dry_run:
-        return replace(run, estimate=estimate_plan(plan))
+    if dry_run:  # with resume: what the results file holds already, as the run would skip it
+        planned = {(p, t) for p in plan.configurations for t in plan.tests}
+        held = (len(measured_before(plan)(()) & planned) if resume and not plan.hosts and plan.target.is_file()
+                else 0)
+        return replace(run, estimate=estimate_plan(plan), skipped=held)
     jsonl.check_destination(plan.target)  # before the first measurement, not after it
     written: list[BenchRecord] = []
     outcome = run_bench(plan, save=lambda shared, m: written.append(save_measurement(plan.target,

@@ -74,6 +74,9 @@ def _print_plan(plan) -> None:
     print(f"plan for {shown_path(plan.model)}: {len(plan.configurations)} cells x {len(plan.tests)} tests, "
           f"{plan.repetitions} repetitions, runtime {plan.runtime}, results -> {shown_path(plan.results)}")
     print(f"  layers: {_layers_words(plan)}")
+    if plan.skipped:
+        print(f"  resume: {plan.skipped} of {len(plan.configurations) * len(plan.tests)} tests are in "
+              f"{shown_path(plan.results)} already: skipped")
     if plan.estimate is not None:
         print(f"  time: {_estimate_words(plan.estimate)}")
     for i, p in enumerate(plan.configurations):

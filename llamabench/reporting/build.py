@@ -19,7 +19,7 @@ from ..memory.placement import PlacementKind
 from ..model.layout import geometry_from_metadata
 from ..records.bench import BenchRecord
 from ..records.quality import F16_BASE
-from ..render.bench import memory_table, speed_table
+from ..render.bench import memory_table, noisy, speed_table
 from ..render.fit import markdown_report
 from ..render.quality import render_quality_rows
 from ..render.table import compress_indices, render_markdown
@@ -117,7 +117,7 @@ def roofline_series(bench: list) -> list[dict]:
                                    r.roofline.full_gqa_attention_flops)
 
         points = [{"depth": r.test.depth, "measured": r.avg_ts, "predicted": model.tokens_per_second(_cost(r)),
-                   "calibrated": r is lo or r is hi,
+                   "calibrated": r is lo or r is hi, "noisy": noisy(r),
                    "full_gqa": model.tokens_per_second(gqa(r)), "mbu": r.roofline.mbu,
                    "bytes_per_token": r.roofline.bytes_per_token, "achieved_gbps": r.roofline.achieved_gbps}
                   for r in records]
@@ -136,8 +136,10 @@ def _roofline_md(series: list[dict]) -> str:
                    else f" + attention FLOPs / {tflops * 1e3:.3g} GFLOPS")
         lines.append(f"**{s['label']}**: time per token = bytes / {s['bandwidth_gbps']:.1f} GB/s{compute} "
                      f"({s['basis']}); measured peak bandwidth {s['peak_gbps']} GB/s\n")
-        rows = [[f"{p['depth']:,}", f"{p['bytes_per_token'] / MIB:.1f}", f"{p['measured']:.2f}",
-                 f"{p['predicted']:.2f}", "calibrated here" if p.get("calibrated")
+        rows = [[f"{p['depth']:,}", f"{p['bytes_per_token'] / MIB:.1f}",
+                 f"{p['measured']:.2f}" + (" (noisy)" if p.get("noisy") else ""),
+                 f"{p['predicted']:.2f}", ("calibrated here" + (" on a noisy point" if p.get("noisy") else ""))
+                 if p.get("calibrated")
                  else f"{(p['predicted'] - p['measured']) / p['measured'] * 100:+.1f}%",
                  "-" if p["mbu"] is None else f"{p['mbu'] * 100:.1f}%", f"{p['full_gqa']:.2f}"] for p in s["points"]]
         lines.append(render_markdown(["depth", "MiB/token", "measured t/s", "model t/s", "error", "MBU",
@@ -203,7 +205,8 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
         written += plots.roofline(out_dir, name, series, twin=any(r.model.is_twin for r in results.bench))
     components = _components(results)
     if components:
-        written += plots.theory_vs_measured(out_dir, name, components)
+        twin = any(r.model.is_twin for r in [*results.bench, *results.verify])  # a catalog id: sized on its twin
+        written += plots.theory_vs_measured(out_dir, name, components, twin=twin)
     quality_rows = [row for row, _ in results.quality_rows]
     if quality_rows:
         written += plots.quality(out_dir, name, quality_rows)

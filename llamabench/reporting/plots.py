@@ -208,34 +208,48 @@ def theory_vs_measured(out_dir: Path, name: str, components: list[tuple[str, flo
     return _save(fig, out_dir, "theory_vs_measured")
 
 
+# the left roofline panel's three lines per series: the series is the colour, these the style
+ROOFLINE_STYLES = {"measured": {"marker": "o", "ls": ""}, "model": {"ls": "-", "lw": 1.5},
+                   "the same model as full GQA": {"ls": "--", "lw": 1.2}}
+
+
+def _roofline_legend(fig, series_handles: list, single: bool) -> None:
+    """One legend below both panels: a colour per series (the same in both), then what each line style means."""
+    from matplotlib.lines import Line2D
+
+    key_colour = "C0" if single else "dimgrey"  # one series: its own colour; several: a neutral key
+    keys = [Line2D([], [], color=key_colour, label=label, **style) for label, style in ROOFLINE_STYLES.items()]
+    handles = keys if single else series_handles + keys
+    fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncol=3 if single else 2, frameon=False)
+
+
 def roofline(out_dir: Path, name: str, series: list[dict], *, twin: bool = False) -> list[Path]:
     """Measured decode t/s against depth, the calibrated speed model, its full-GQA counterfactual, and the MBU."""
     plt = _plt()
     fig, (ax, ax_mbu) = plt.subplots(1, 2, figsize=(10, 4.4), gridspec_kw={"width_ratios": [3, 2]},
                                      layout="constrained")
-    single = len(series) == 1
-    for s in series:
-        prefix = "" if single else f"{s['label']}: "
-        pts = s["points"]
-        ax.plot([p["depth"] for p in pts], [p["measured"] for p in pts], "o", label=f"{prefix}measured")
-        line = s["line"]
-        ax.plot([p["depth"] for p in line], [p["predicted"] for p in line], "-", lw=1.5, label=f"{prefix}model")
-        ax.plot([p["depth"] for p in line], [p["full_gqa"] for p in line], "--", lw=1.2,
-                label=f"{prefix}the same model as full GQA")
-        ax_mbu.plot([p["depth"] for p in pts], [100 * (p["mbu"] or 0) for p in pts], "o-", label=s["label"])
+    series_handles = []
+    for i, s in enumerate(series):
+        colour = f"C{i}"  # set, not cycled: each panel's cycle gave one series two colours (and one colour two)
+        pts, line = s["points"], s["line"]
+        ax.plot([p["depth"] for p in pts], [p["measured"] for p in pts], color=colour, **ROOFLINE_STYLES["measured"])
+        for key, style in (("predicted", "model"), ("full_gqa", "the same model as full GQA")):
+            ax.plot([p["depth"] for p in line], [p[key] for p in line], color=colour, **ROOFLINE_STYLES[style])
+        series_handles += ax_mbu.plot([p["depth"] for p in pts], [100 * (p["mbu"] or 0) for p in pts], "o-",
+                                      color=colour, label=s["label"])
     ax.set_xlabel("depth (tokens in the context)")
     ax.set_ylabel("decode tokens per second")
     ax.set_title("decode speed: measured, modelled, full-GQA counterfactual", fontsize=10)
     ax.set_ylim(bottom=0)
-    # below the axes, not over the data: a comparison's series names are long
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, -0.16), ncol=1 if single else 2, frameon=False)
-    ax_mbu.set_xlabel("depth")
+    ax_mbu.set_xlabel("depth (tokens in the context)")
     ax_mbu.set_ylabel("memory bandwidth utilisation (%)")
     ax_mbu.set_title("bytes per token x t/s / measured peak", fontsize=10)
     ax_mbu.set_ylim(bottom=0)
+    # below the figure, not under the left panel: as wide as a panel, the long names squeezed both apart
+    _roofline_legend(fig, series_handles, len(series) == 1)
     fig.suptitle(f"{name}: decode speed against the bytes each token reads"
-                 + (" (timed on its geometry twin, a small stand-in)" if twin else "")
-                 + (f"\n{series[0]['label']}; model {series[0]['basis']}" if single else ""), fontsize=10)
+                 + (_twin_note("how decode speed changes with depth, not the published model's speed") if twin else "")
+                 + (f"\n{series[0]['label']}; model {series[0]['basis']}" if len(series) == 1 else ""), fontsize=10)
     return _save(fig, out_dir, "roofline")
 
 

@@ -170,8 +170,8 @@ def test_the_recommended_placement_is_the_one_expected_to_decode_fastest(capsys)
     assert best.ram_read_bytes == min(r.ram_read_bytes for r in fitting)
     assert (best.settings.type_k, best.placement.n_gpu_layers(record.fit.n_layer_all)) == ("q4_0", 46)
     # no published size: llama.cpp's own Q4_K_M recipe on the shape twin, what llama-quantize writes (not tq1_0 bytes)
-    assert "llama.cpp's Q4_K_M recipe (llama_tensor_get_type) on a full-size shape twin, 16.14 GiB (17.34 GB of 10^9 bytes)" in \
-        record.fit.basis["weights"]
+    assert ("llama.cpp's Q4_K_M recipe (llama_tensor_get_type) on a full-size shape twin, 16.14 GiB (17.34 GB of "
+            "10^9 bytes)") in record.fit.basis["weights"]
     assert main(["fit", "gemma-3-27b", "--vram", "16GiB"]) == 0
     assert "chosen for speed: each token reads 3.98 GiB of weights from system RAM" in capsys.readouterr().out
 

@@ -126,6 +126,15 @@ def test_a_noisy_series_is_marked_where_its_numbers_are_shown(gemma):
     table = speed_table([steady, noisy], "md")
     assert table.count("(noisy)") == 1 and "tg4 @ d128" in variance_warning([steady, noisy])
     assert variance_warning([steady]) is None
+    # the report's speed model is calibrated on those two depths: the noisy one is said to be noisy there too
+    from dataclasses import replace
+
+    from llamabench.records.bench import Roofline
+    from llamabench.reporting.build import _roofline_md, roofline_series
+
+    roof = lambda kv: Roofline(200_000_000 + kv, 200_000_000, kv, 0, kv * 10, "test", 200_000_000 + 4 * kv, kv)  # noqa: E731
+    md = _roofline_md(roofline_series([replace(steady, roofline=roof(1000)), replace(noisy, roofline=roof(9000))]))
+    assert "calibrated here on a noisy point" in md and md.count("(noisy)") == 1
 
 
 def test_the_deadlines_and_their_defaults_are_in_help(capsys):

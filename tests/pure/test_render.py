@@ -128,3 +128,94 @@ def test_budget_bars_put_each_verdict_right_of_the_red_line(tmp_path, monkeypatc
     budget_x = next(line.get_xdata()[0] for line in ax.get_lines())  # the red line
     verdicts = [t for t in ax.texts if t.get_text() in ("fits", "does not fit")]
     assert verdicts and all(t.xy[0] >= budget_x for t in verdicts)
+
+
+def _twin_report_figures(tmp_path, monkeypatch) -> dict:
+    """`llamabench report` on a catalog id's run (timed on its twin): each plot's figure by name, left open."""
+    from dataclasses import replace
+
+    from llamabench.reporting import plots
+    from llamabench.settings.bench_tests import TestKind
+
+    figures = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, out_dir, name: figures.setdefault(name, fig) and [])
+    meta = ModelMetadata("test", "llama", {"general.architecture": "llama", "llama.block_count": 4,
+                                           "llama.context_length": 8192, "llama.embedding_length": 256,
+                                           "llama.attention.head_count": 4})
+    inspection = inspect(meta, Params(n_ctx=4096))
+    twin = replace(MODEL, is_twin=True)
+    results = tmp_path / "t.jsonl"
+    append(results, InspectRecord(model=twin, inspection=inspection,
+                                  kv_curve=kv_curve(inspection.geometry, Params(n_ctx=4096), 8192)))
+    for depth, ts in ((0, 20.0), (512, 18.0)):
+        for kind in (TestKind.PP, TestKind.TG):
+            append(results, replace(bench_record(depth=depth, kind=kind, ts=ts), model=twin))
+    assert main(["report", str(results), "--out-dir", str(tmp_path / "rep")]) == 0
+    return figures
+
+
+def test_speed_vs_depth_keeps_the_twin_subtitle_clear_of_the_panel_titles(tmp_path, monkeypatch):
+    """speed_vs_depth.png: the twin's second subtitle line ran over "prefill (pp)" and "decode (tg)"."""
+    fig = _twin_report_figures(tmp_path, monkeypatch)["speed_vs_depth"]
+    fig.canvas.draw()  # constrained layout places the titles at draw time
+    renderer = fig.canvas.get_renderer()
+    subtitle = next(t for t in fig.texts if "geometry twin" in t.get_text()).get_window_extent(renderer)
+    titles = [ax.title.get_window_extent(renderer) for ax in fig.axes]
+    assert len(titles) == 2 and not any(subtitle.overlaps(t) for t in titles)
+
+
+def test_theory_vs_measured_says_a_catalog_id_was_sized_on_its_twin(tmp_path, monkeypatch):
+    """theory_vs_measured.png: the twin's 44 MiB of weights read as the published model's."""
+    from llamabench.reporting import plots
+
+    fig = _twin_report_figures(tmp_path, monkeypatch)["theory_vs_measured"]
+    title = fig.axes[0].get_title()
+    assert "timed on its geometry twin" in title and "weights and compute buffer the twin's" in title
+    plain = []
+    monkeypatch.setattr(plots, "_save", lambda fig, out_dir, name: plain.append(fig) or [])
+    plots.theory_vs_measured(tmp_path, "Tiny", [("KV cache", 8.0, 8.0)])
+    assert "twin" not in plain[0].axes[0].get_title()  # a GGUF timed itself says nothing of a twin
+
+
+def test_roofline_panels_share_colours_and_one_legend_and_use_the_width(tmp_path, monkeypatch):
+    """roofline.png: a blank middle (the legend under the left panel squeezed both), no legend for the bandwidth
+    panel, and colours cycled per panel (orange was one series' model on the left, another series on the right)."""
+    from matplotlib.colors import to_hex
+
+    from llamabench.reporting import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, out_dir, name: figures.append(fig) or [])
+    points = [{"depth": d, "measured": 70 - d / 100, "predicted": 70 - d / 100, "full_gqa": 69 - d / 50, "mbu": 0.4}
+              for d in (0, 256)]
+    labels = [f"vm (AMD EPYC, CPU), n_ctx 296, {kv}" for kv in ("f16/f16", "f16/q8_0", "q8_0/f16", "q8_0/q8_0")]
+    plots.roofline(tmp_path, "Tiny", [{"label": label, "basis": "b", "points": points, "line": points}
+                                      for label in labels])
+    fig = figures[0]
+    fig.canvas.draw()
+    left, right = fig.axes
+    colours = [{to_hex(line.get_color()) for line in ax.get_lines()} for ax in (left, right)]
+    assert colours[0] == colours[1] and len(colours[1]) == len(labels)  # one colour per series, the same on both
+    assert len(fig.legends) == 1 and left.get_legend() is None  # one legend for both panels
+    assert set(labels) <= {t.get_text() for t in fig.legends[0].get_texts()}
+    assert right.get_position().x0 - left.get_position().x1 < 0.15  # no blank middle
+
+
+def test_kv_vs_context_names_the_red_line_and_keeps_the_legend_off_the_curve(tmp_path, monkeypatch):
+    """kv_vs_context.png: an unexplained red "128k" line, and the legend drawn over the curve."""
+    from llamabench.reporting import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, out_dir, name: figures.append(fig) or [])
+    meta = ModelMetadata("test", "llama", {"general.architecture": "llama", "llama.block_count": 4,
+                                           "llama.context_length": 131072, "llama.embedding_length": 256,
+                                           "llama.attention.head_count": 4})
+    inspection = inspect(meta, Params(n_ctx=4096))
+    plots.kv_vs_context(tmp_path, "Tiny", kv_curve(inspection.geometry, Params(n_ctx=4096), 131072), {}, None, 0)
+    fig = figures[0]
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert ax.get_legend() is None and len(fig.legends) == 1
+    renderer = fig.canvas.get_renderer()
+    assert not fig.legends[0].get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
+    assert any("128k (n_ctx 131,072)" in t.get_text() for t in fig.legends[0].get_texts())

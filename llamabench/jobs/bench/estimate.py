@@ -38,27 +38,26 @@ def estimate(plan: BenchPlan) -> PlanEstimate:
     """The plan's tokens, and its time from the results file's earlier run of this model where it has one."""
     fill_tokens, test_tokens = _tokens(plan)
     source = plan.source
-    if source.path is None:
-        return PlanEstimate(fill_tokens, test_tokens, None, "a catalog id times its geometry twin: no estimate")
-    meta = source.metadata
-    if not has_layout_rule(meta):
+    if not has_layout_rule(source.metadata):
         return PlanEstimate(fill_tokens, test_tokens, None, "no layout rule for this architecture: no estimate")
     if not plan.target.is_file():
         return PlanEstimate(fill_tokens, test_tokens, None, _no_run(plan))
+    meta = source.llama_metadata  # what bench loads: the file, or a catalog id's twin (its runs time the twin)
     geometry = geometry_from_metadata(meta)
     weights, active = speed.weights_per_token(meta, geometry)
     prompt = Prompt(weights.total_bytes + weights.tied_output_bytes, speed.matmul_flops(meta, geometry))
     try:
-        model, _, _ = calibrated(plan.target, source, geometry, active, prompt)
+        model, measured, _ = calibrated(plan.target, source, geometry, active, prompt)
     except UsageError:
         return PlanEstimate(fill_tokens, test_tokens, None, _no_run(plan))
     if model.prefill is None:
         return PlanEstimate(fill_tokens, test_tokens, None, f"{plan.target.name} has tg tests of this model but no "
                             "pp test: no prefill rate to estimate the fill with")
     seconds = sum(_configuration_seconds(plan, p, geometry, prompt, active, model) for p in plan.configurations)
+    tg = f"tg at depths {min(measured)} and {max(measured)}"
     return PlanEstimate(fill_tokens, test_tokens, seconds,
-                        f"calibrated on the earlier run in {plan.target.name} ({model.basis}; prefill "
-                        f"{model.prefill_basis}), loading and contexts on top")
+                        f"from the earlier run in {plan.target.name}: {tg}, "
+                        f"{model.prefill_basis.removeprefix('calibrated on ')}; loading and contexts on top")
 
 
 def _no_run(plan: BenchPlan) -> str:

@@ -7,7 +7,8 @@ id's published size over its shape twin), reads the options and the measured dep
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -212,6 +213,9 @@ def calibrated(path: Path, source: ModelSource, geometry, active: int, prompt: P
     measured_with = lo.params  # the run's own cache types and batch sizes price what it read
     cost = lambda d: speed.token_cost(geometry, measured_with, active, d + n_tokens // 2)  # noqa: E731
     model = speed.calibrate(cost(lo.test.depth), lo.avg_ts, cost(hi.test.depth), hi.avg_ts)
+    model = replace(model, basis=(  # the tests' depths, not their middle tokens'
+        f"calibrated on tg{n_tokens} at depths {lo.test.depth} and {hi.test.depth}" if math.isfinite(model.compute)
+        else f"calibrated on tg{n_tokens} at depth {lo.test.depth} (bytes only)"))
     return (with_prefill(model, records, lo, geometry, measured_with, active, prompt),
             {r.test.depth: r.avg_ts for r in group}, n_tokens // 2)
 
