@@ -82,8 +82,12 @@ def parse_value(name: str, raw, *, listed: bool):
     """One option's value from the CLI or the API: a scalar, or with `listed` a tuple (comma lists, ranges)."""
     spec = SCHEMA[name]
     try:
-        if listed:
-            return tuple(_items(spec, raw))
+        if listed:  # a value given twice (-ngl all,auto: 999 twice) is one configuration, not two alike
+            items = tuple(_items(spec, raw))
+            try:
+                return tuple(dict.fromkeys(items))
+            except TypeError:  # unhashable items (lists): as given
+                return items
         if isinstance(raw, (list, tuple)) and spec.parse not in (tensor_split, endpoints, reserve):
             if len(raw) != 1:
                 raise UsageError(f"takes one value here, got {len(raw)}")

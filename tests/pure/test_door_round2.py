@@ -170,3 +170,17 @@ def lb_records(path):
     from llamabench.records.records import read_records
 
     return read_records(path).records
+
+
+def test_n_cpu_moe_0_in_a_sweep_is_every_layer_on_the_card():
+    """-ncmoe 0-40+10 read "experts of layers 0--1 in RAM (--n-cpu-moe 0)"."""
+    from llamabench.jobs.fit.advice import describe_one
+    from llamabench.memory.placement import Placement, PlacementKind
+
+    assert describe_one(Placement(PlacementKind.N_CPU_MOE, 0), 40) == "all layers on the card (--n-cpu-moe 0)"
+    assert describe_one(Placement(PlacementKind.N_CPU_MOE, 1), 40) == "experts of layer 0 in RAM (--n-cpu-moe 1)"
+
+
+def test_a_value_given_twice_in_a_list_is_one_configuration():
+    assert parse_value("n_gpu_layers", "all,auto", listed=True) == (ALL_LAYERS,)
+    assert parse_value("n_ctx", "4096,4k,8192", listed=True) == (4096, 8192)

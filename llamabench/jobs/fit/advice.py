@@ -18,6 +18,8 @@ def describe_one(p: Placement, n_layer_all: int) -> str:
     if p.kind is PlacementKind.RAM:
         return "everything in system RAM"
     if p.kind is PlacementKind.N_CPU_MOE:
+        if p.value == 0:  # asked for (-ncmoe 0 in a sweep): every expert on the card
+            return "all layers on the card (--n-cpu-moe 0)"
         layers = "layer 0" if p.value == 1 else f"layers 0-{p.value - 1}"
         return f"experts of {layers} in RAM (--n-cpu-moe {p.value})"
     if p.value > n_layer_all:
