@@ -196,7 +196,7 @@ def prefill_rate(c: Card, bandwidth_efficiency: float = BANDWIDTH_EFFICIENCY,
     the FP32 figure of a measured card of its backend (of any measured card where its backend has none)."""
     if c.id in PREFILL_PP512:
         rate = _reference_rate(c, PREFILL_PP512[c.id], bandwidth_efficiency, compute_efficiency)
-        return rate, f"its pp512 of {PREFILL_PP512[c.id]:g} t/s ({PREFILL_SOURCE})"
+        return rate, f"from the card's published pp512, {PREFILL_PP512[c.id]:,.0f} t/s ({PREFILL_SOURCE})"
     ratios = {}
     for ref in (card(i) for i in PREFILL_PP512):
         rate = _reference_rate(ref, PREFILL_PP512[ref.id], bandwidth_efficiency, compute_efficiency)
@@ -207,8 +207,8 @@ def prefill_rate(c: Card, bandwidth_efficiency: float = BANDWIDTH_EFFICIENCY,
         return None, ""
     ratio, ref_id = min(pool)
     return (c.fp32_tflops * 1e12 * ratio,
-            f"{c.fp32_tflops:g} FP32 TFLOPS x {ratio:.2f}, the lowest ratio of a measured card ({ref_id}: "
-            f"{PREFILL_SOURCE})")
+            f"{c.fp32_tflops:g} FP32 TFLOPS x {ratio:.2f}, the lowest such ratio of a card with a published pp512: "
+            f"{ref_id}, {PREFILL_SOURCE}")
 
 
 def calibrate_prefill(model: SpeedModel, matmul: int, lo: tuple[TokenCost, float, int],

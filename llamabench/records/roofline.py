@@ -36,6 +36,7 @@ class RooflineRecord(Record):
     weights_basis: str
     rows: tuple[RooflineRow, ...] = ()
     split_basis: str | None = None  # several cards: the split, the cards and the link, in words
+    notes: tuple[str, ...] = ()  # what the reader should know of the numbers (a context beyond the trained one)
     kind: ClassVar[RecordKind] = RecordKind.ROOFLINE
 
 

@@ -21,12 +21,14 @@ def _seconds(v: float) -> str:
     return f"{v:.2f}" if v < 100 else f"{v:,.0f}"
 
 
-def fields(measured: bool, split: bool = False, prefill: bool = False) -> tuple[Field, ...]:
+def fields(measured: bool, split: bool = False, prefill: bool = False, state: bool = False) -> tuple[Field, ...]:
     shown = frozenset({"table"}) if measured else frozenset()
     return (
         Field("depth", "depth", lambda r: r.depth, lambda v: f"{v:,}", "r"),
         Field("bytes_per_token", "MiB/token", lambda r: r.bytes_per_token, _m, "r"),
         Field("kv_read_bytes", "of it KV", lambda r: r.kv_read_bytes, _m, "r"),
+        Field("recurrent_bytes", "of it state", lambda r: r.recurrent_bytes, _m, "r",
+              frozenset({"table"}) if state else frozenset()),
         Field("tok_s", "t/s", lambda r: r.tok_s, _f1, "r"),
         Field("ttft_s", "TTFT s", lambda r: r.ttft_s, _seconds, "r", frozenset({"table"}) if prefill else frozenset()),
         Field("split_tok_s", "placed t/s", lambda r: r.split_tok_s, _f1, "r",
@@ -44,13 +46,14 @@ def fields(measured: bool, split: bool = False, prefill: bool = False) -> tuple[
 def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
     measured = any(r.measured_tok_s is not None for r in record.rows)
     prefill = any(r.ttft_s is not None for r in record.rows)
-    rows = table(record.rows, fields(measured, record.split_basis is not None, prefill), fmt)
+    state = any(r.recurrent_bytes for r in record.rows)  # the recurrent state, read and written, per token
+    rows = table(record.rows, fields(measured, record.split_basis is not None, prefill, state), fmt)
     if fmt in ("csv", "md"):
         return rows
     m, p = record.speed_model, record.params
     if any(r.full_gqa_bytes_per_token is not None for r in record.rows):
-        kv = (f"K {p.type_k}, V {p.type_v}; full GQA: every mixer layer cached as full attention, no recurrent "
-              "state")
+        kv = (f"K {p.type_k}, V {p.type_v}; the full-GQA columns: this model as if every mixer layer were cached as "
+              "full attention, without recurrent state (a counterfactual)")
     else:
         kv = (f"K {p.type_k}, V {p.type_v}: the caches llama.cpp allocates for a context of each depth, measured "
               "(no_alloc dry runs, one sequence); no layout rule in llamabench, so no full-GQA counterfactual")
@@ -63,7 +66,8 @@ def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
         f"  model     time per token = bytes / {m.bandwidth / 1e9:.1f} GB/s"
         + (f" + attention FLOPs / {m.compute / 1e12:.2f} TFLOPS" if math.isfinite(m.compute)
            else " (attention compute not limiting)") + f" ({m.basis})",
-        f"  KV        {kv}", *placed, *_prefill_line(m, prefill), "", rows])
+        f"  KV        {kv}", *placed, *_prefill_line(m, prefill), *(f"  note      {n}" for n in record.notes), "",
+        rows])
 
 
 def _prefill_line(m, prefill: bool) -> list[str]:
@@ -71,6 +75,7 @@ def _prefill_line(m, prefill: bool) -> list[str]:
     if not prefill:
         return ["  prefill   not priced (no matrix-product figure: --card, --tflops, or --calibrate on a run with a "
                 "pp test)"] if m.prefill is None else []
-    return [f"  prefill   TTFT: a prompt as deep as the row, a ubatch at a time from an empty context: its weights "
-            f"once per ubatch, matrix products at {m.prefill / 1e12:.2f} TFLOPS ({m.prefill_basis}), attention at "
-            + (f"{m.prefill_attention / 1e12:.2f} TFLOPS" if m.prefill_attention else "the decode's")]
+    attention = f"{m.prefill_attention / 1e12:.2f} TFLOPS" if m.prefill_attention else "the decode's rate"
+    return [f"  prefill   TTFT: a prompt as deep as the row, a ubatch at a time from an empty context: the weights "
+            f"once per ubatch, attention at {attention}, matrix products at {m.prefill / 1e12:.2f} TFLOPS, "
+            f"{m.prefill_basis}"]

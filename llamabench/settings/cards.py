@@ -85,5 +85,5 @@ def card(card_id: str) -> Card:
 # matrix products in a batch run on its tensor or matrix units, which its FP32 figure does not describe; roofline
 # takes the rate these runs reached (memory.speed.prefill_rate). A card without its own run takes the lowest ratio
 # to the FP32 figure of a measured card of its backend (of every measured card where its backend has none).
-PREFILL_SOURCE = "llama-bench pp512, Llama 3 8B Q4_K_M (XiongjieDai/GPU-Benchmarks-on-LLM-Inference, May 2024)"
+PREFILL_SOURCE = "llama-bench, Llama 3 8B Q4_K_M; XiongjieDai/GPU-Benchmarks-on-LLM-Inference, May 2024"
 PREFILL_PP512 = {"rtx-3090": 4030.40, "rtx-4080": 5389.74, "rtx-4090": 7138.99, "apple-m1-max-64gb": 408.23}

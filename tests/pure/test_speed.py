@@ -106,3 +106,17 @@ def test_roofline_depths_beyond_the_context_are_refused():
     with pytest.raises(LlamabenchError, match="beyond n_ctx"):
         lb.roofline("llama-3-1-8b", card="rtx-4090", n_depth=[50000], n_ctx=32768)
     assert all(r.ttft_s is None for r in lb.roofline("llama-3-1-8b", bandwidth=900, n_ctx=4096).rows)  # no FLOPs
+
+
+def test_roofline_says_the_state_per_token_and_a_context_past_the_trained_one():
+    """A hybrid's MiB/token left ~198 MiB of recurrent state unexplained, and -c past the trained context went
+    unsaid (inspect and fit say it)."""
+    import llamabench as lb
+    from llamabench.render.speed import render_roofline
+
+    record = lb.roofline("nemotron-h-8b", card="rtx-4090", n_depth=[4096], n_ctx=32768)
+    text = render_roofline(record)
+    assert "of it state" in text and record.rows[0].recurrent_bytes > 0
+    assert "beyond the trained context 8,192" in text
+    prefill = next(line for line in text.splitlines() if line.strip().startswith("prefill"))
+    assert "((" not in prefill and "))" not in prefill  # one level of parentheses

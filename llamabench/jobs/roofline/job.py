@@ -40,6 +40,7 @@ class Prediction:
     weights_basis: str
     rows: tuple[RooflineRow, ...] = ()
     split_basis: str | None = None  # several cards: the split, the cards and the link, in words
+    notes: tuple[str, ...] = ()
 
 
 def predict(model: str, params: dict[str, Any], *, card: str | None = None, bandwidth=None, tflops=None,
@@ -85,9 +86,12 @@ def predict(model: str, params: dict[str, Any], *, card: str | None = None, band
         caches = measured_caches(str(source.gguf_for_llama()), p, asked or depths_of(p, measured))
         return Prediction(source, geometry.architecture, p, model_, active, weights_basis,
                           measured_rows(caches, active, model_), None)
+    trained = geometry.n_ctx_train
+    notes = ((f"n_ctx {p.n_ctx:,} is beyond the trained context {trained:,}: llama.cpp runs it, but the model's "
+              "answers past it are untested",) if trained and p.n_ctx > trained else ())
     return Prediction(source, geometry.architecture, p, model_, active, weights_basis,
                       rows(geometry, p, active, model_, measured, offset, split, asked, prompt),
-                      split.basis if split else None)
+                      split.basis if split else None, notes)
 
 
 def asked_depths(given: tuple[int, ...], n_ctx: int) -> tuple[int, ...]:
@@ -104,7 +108,8 @@ def roofline_record(found: Prediction) -> RooflineRecord:
     """`roofline`'s answer as its record."""
     return RooflineRecord(model=found.source.model_block(found.architecture), params=found.params,
                           speed_model=found.speed_model, weights_read_per_token=found.weights_read_per_token,
-                          weights_basis=found.weights_basis, rows=found.rows, split_basis=found.split_basis)
+                          weights_basis=found.weights_basis, rows=found.rows, split_basis=found.split_basis,
+                          notes=found.notes)
 
 
 def _placed(name: str, value) -> int | None:
