@@ -40,9 +40,15 @@ def fits_text(row: FitRow) -> str:
     return f"RAM no ({_short(row.ram_short_by)})"
 
 
+def ram_now(row: FitRow) -> int:
+    """What system RAM holds at start: the host's part (with --cpu-only everything, the card's parts too)."""
+    return row.card_total - row.host.growing if row.ram_mode else row.host.at_start
+
+
 def host_text(row: FitRow) -> str:
     """What system RAM grows to: the resident part and the runtime's upper bounds (+: no bound)."""
-    return _gib(row.host.total) + ("+" if row.host.prompt_cache_unlimited else "")
+    total = row.card_total if row.ram_mode else row.host.total
+    return _gib(total) + ("+" if row.host.prompt_cache_unlimited else "")
 
 
 def max_ctx_text(row: FitRow, n_ctx_train: int) -> str:
@@ -73,7 +79,7 @@ def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
         Field("projector_bytes", "mmproj", lambda r: r.parts.projector, _gib, "r", mm),
         Field("total_bytes", "total", lambda r: r.parts.total, _gib, "r"),
         Field("host_bytes", "host RAM", lambda r: r.host.total, views=frozenset()),
-        Field("host_now_bytes", "RAM now", lambda r: r.host.at_start, _gib, "r"),
+        Field("host_now_bytes", "RAM now", ram_now, _gib, "r"),
         Field("host", "RAM grows to", host_text, align="r", csv=False),
         Field("host_growing_bytes", "host growing", lambda r: r.host.growing, _gib, "r", frozenset()),
         Field("fits", "fits", fits_text),
@@ -165,7 +171,7 @@ def host_line(row: FitRow, server: bool = True, machine_ram: int = 0) -> str:
     if h.checkpoints:
         grows.append(f"checkpoints <= {_gib(h.checkpoints)}")
     total = row.card_total if row.ram_mode else h.total
-    now = row.card_total - h.growing if row.ram_mode else h.at_start
+    now = ram_now(row)
     line = (f"   system RAM: {_gib(now)} GiB at start" + (f", grows to {_gib(total)} GiB" if total != now else "")
             + f" ({', '.join(parts)}" + (f"; grows: {', '.join(grows)}" if grows else "") + ")")
     if machine_ram and row.ram is None and not row.ram_mode:
@@ -226,10 +232,12 @@ def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
     closest = min(rows, key=lambda r: r.short_by)
     largest = max((r.max_n_ctx for r in rows), default=0)
     limit = f" of the {closest.budget.pool.ceiling_name}" if closest.pooled else ""
+    # --cpu-only: the RAM is the budget, and the runtime's growing bounds may be what does not fit (say so)
+    grows = _ram_lines(result, closest) if closest.ram_mode and closest.host.growing else []
     return [f"-> nothing fits: closest is {closest.settings.type_k}/{closest.settings.type_v} KV, "
             f"{describe_placement(closest.placement, result.n_layer_all)}, short{limit} by {_gib(closest.short_by)} "
             "GiB; "
-            f"largest context that fits: {largest or 'none'}", *_largest(result, rows)]
+            f"largest context that fits: {largest or 'none'}", *_largest(result, rows), *grows]
 
 
 def _ram_lines(result: FitResult, row: FitRow) -> list[str]:

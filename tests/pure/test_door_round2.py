@@ -184,3 +184,14 @@ def test_n_cpu_moe_0_in_a_sweep_is_every_layer_on_the_card():
 def test_a_value_given_twice_in_a_list_is_one_configuration():
     assert parse_value("n_gpu_layers", "all,auto", listed=True) == (ALL_LAYERS,)
     assert parse_value("n_ctx", "4096,4k,8192", listed=True) == (4096, 8192)
+
+
+def test_cpu_only_rows_say_what_ram_holds_and_what_would_fit(gemma, capsys):
+    """--cpu-only --ram 4GiB: "RAM now" read 0.00 and "RAM grows to" left the model out; nothing fitting (llama-server's
+    8 GiB prompt cache) came with no word of what would."""
+    assert main(["fit", str(gemma), "-c", "4096", "--cpu-only", "--ram", "4GiB", "-ctk", "f16", "-ctv", "f16"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("f16/f16"))
+    total, now, grows = row.split()[10:13]  # after K/V, the placement (4 words) and the five parts
+    assert now == total and float(grows) > float(total)
+    assert "nothing fits" in out and "would fit)" in out
