@@ -36,8 +36,12 @@ class OneLineParser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
 
+    command: str | None = None  # the command named on the line: the help an unrecognized option points to
+
     def error(self, message: str):
-        self.exit(2, f"llamabench: error: {self.prog}: {message}{self._suggestion(message)} (see {self.prog} --help)\n")
+        where = f"{self.prog}: " if self.prog != "llamabench" else ""  # llamabench's own errors: no prefix twice
+        helped = f"llamabench {self.command}" if self.prog == "llamabench" and self.command else self.prog
+        self.exit(2, f"llamabench: error: {where}{message}{self._suggestion(message)} (see {helped} --help)\n")
 
     def _suggestion(self, message: str) -> str:
         words = re.findall(r"(?:unrecognized arguments|invalid choice): '?([^\s']+)", message)
@@ -122,6 +126,18 @@ class _Ended:
         return False
 
 
+def joined_negatives(argv: list[str]) -> list[str]:
+    """`--vram -3GiB` as `--vram=-3GiB`: argparse reads a value that starts with a dash and is not a plain number as
+    an option ("expected one argument"); joined, the option's own check says what is wrong with it."""
+    out: list[str] = []
+    for word in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and re.fullmatch(r"-\d[\w.+,-]*", word):
+            out[-1] = f"{out[-1]}={word}"
+        else:
+            out.append(word)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     with _Ended() as ended:
         return _main(argv, ended)
@@ -130,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None, ended: _Ended) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
+        argv = joined_negatives(argv)
         parser = build_parser(only=chosen_command(argv))
+        parser.command = chosen_command(argv)
         if (absent := absent_flag(argv)) is not None:
             parser.error(absent)
         args = parser.parse_args(argv)

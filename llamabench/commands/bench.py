@@ -8,7 +8,7 @@ import sys
 
 from .. import api
 from ..core.safe_text import escaped, shown_path
-from ..core.units import duration
+from ..core.units import count, duration
 from ..llama import ggml_devices
 from ..records.records import read_records
 from ..render.bench import render, variance_warning
@@ -71,7 +71,8 @@ def _keywords(args: argparse.Namespace) -> dict:
 
 
 def _print_plan(plan) -> None:
-    print(f"plan for {shown_path(plan.model)}: {len(plan.configurations)} cells x {len(plan.tests)} tests, "
+    print(f"plan for {shown_path(plan.model)}: {count(len(plan.configurations), 'cell')} x "
+          f"{count(len(plan.tests), 'test')}, "
           f"{plan.repetitions} repetitions, runtime {plan.runtime}, results -> {shown_path(plan.results)}")
     print(f"  layers: {_layers_words(plan)}")
     if plan.skipped:
@@ -160,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
             print(render(list(run_.records), str(args.output)))
     if (noise := variance_warning(run_.records)) is not None:
         warn(noise)
-    print(f"{len(run_.records)} tests recorded in {shown_path(run_.results)}"
+    print(f"{count(len(run_.records), 'test')} recorded in {shown_path(run_.results)}"
           + (f", {run_.failed} failed" if run_.failed else "")
           + (f", {run_.skipped} already there (--resume)" if run_.skipped else ""), file=sys.stderr)
     return 1 if run_.failed else 0

@@ -15,6 +15,7 @@ from typing import Callable
 from .. import api
 from ..core.errors import LlamabenchError
 from ..core.safe_text import escaped, shown_path
+from ..core.units import count
 from ..jobs import source as model_source
 from ..llama import ggml_devices
 from ..memory.footprint import KV_PAD
@@ -153,7 +154,7 @@ class _Demo:
             print(render_bench(list(run_.records), str(OutputFormat.MD)))
         if (noise := variance_warning(run_.records)) is not None:
             print(escaped(f"llamabench: warning: {noise}"), file=sys.stderr)
-        print(f"{len(run_.records)} tests recorded in {shown_path(run_.results)}"
+        print(f"{count(len(run_.records), 'test')} recorded in {shown_path(run_.results)}"
               + (f", {run_.failed} failed" if run_.failed else ""), file=sys.stderr)
         if run_.interrupted:  # Ctrl-C: what was measured is kept; the demo stops here (exit 130), no report
             raise KeyboardInterrupt

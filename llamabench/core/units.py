@@ -30,3 +30,8 @@ def duration(seconds: float) -> str:
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def count(n: int, word: str) -> str:
+    """1 cell, 2 cells, 1,024 cells."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")

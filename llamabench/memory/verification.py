@@ -68,13 +68,13 @@ def compare(fp: Footprint, alloc: Allocations) -> tuple[Check, ...]:
         checks.append(_mib_check("KV (non-SWA)", fp.k_bytes + fp.v_bytes, base.size_mib if base else None))
         checks.append(_mib_check("  K", fp.k_bytes, base.k_mib if base else None))
         checks.append(_mib_check("  V", fp.v_bytes, base.v_mib if base else None))
-        want = f"{fp.shape.n_ctx_seq} cells x {fp.n_kv_layers} layers x {fp.shape.n_stream} streams"
-        got = f"{base.cells} cells x {base.layers} layers x {base.n_stream} streams" if base else "none"
+        want = _shape(fp.shape.n_ctx_seq, fp.n_kv_layers, fp.shape.n_stream)
+        got = _shape(base.cells, base.layers, base.n_stream) if base else "none"
         checks.append(_shape_check("  shape", want, got))
     if has_swa:
         checks.append(_mib_check("KV (SWA)", fp.swa_kv_bytes, swa.size_mib if swa else None))
-        want = f"{fp.shape.swa_cells} cells x {fp.n_swa_layers} layers x {fp.shape.n_stream} streams"
-        got = f"{swa.cells} cells x {swa.layers} layers x {swa.n_stream} streams" if swa else "none"
+        want = _shape(fp.shape.swa_cells, fp.n_swa_layers, fp.shape.n_stream)
+        got = _shape(swa.cells, swa.layers, swa.n_stream) if swa else "none"
         checks.append(_shape_check("  shape", want, got))
     if fp.n_index_layers:
         checks.append(_mib_check("KV (indexer)", fp.index_k_bytes + fp.index_v_bytes,
@@ -83,8 +83,8 @@ def compare(fp: Footprint, alloc: Allocations) -> tuple[Check, ...]:
     checks.append(_mib_check("KV total", fp.kv_bytes, main_mib if caches else None, len(caches)))
     if fp.mtp_kv_bytes:
         checks.append(_mib_check("KV (MTP context)", fp.mtp_kv_bytes, mtp.size_mib if mtp else None))
-        want = f"{fp.shape.n_ctx_seq} cells x {fp.n_mtp_layers} layers x {fp.shape.n_stream} streams"
-        got = f"{mtp.cells} cells x {mtp.layers} layers x {mtp.n_stream} streams" if mtp else "none"
+        want = _shape(fp.shape.n_ctx_seq, fp.n_mtp_layers, fp.shape.n_stream)
+        got = _shape(mtp.cells, mtp.layers, mtp.n_stream) if mtp else "none"
         checks.append(_shape_check("  shape", want, got))
 
     rec = alloc.recurrent[0] if alloc.recurrent else None
@@ -163,3 +163,9 @@ class MatrixResult:
     @classmethod
     def from_dict(cls, data: dict) -> "MatrixResult":
         return serial.from_dict(cls, data)
+
+
+def _shape(cells: int, layers: int, streams: int) -> str:
+    """A cache's shape in words: 4096 cells x 10 layers x 1 stream."""
+    return " x ".join(f"{n} {w}" + ("" if n == 1 else "s") for n, w in ((cells, "cell"), (layers, "layer"),
+                                                                        (streams, "stream")))

@@ -16,7 +16,8 @@ NONE: frozenset[str] = frozenset()
 def _ts(r: BenchRecord) -> str:
     if not r.ok:
         return "failed: " + " ".join((r.reason or "").split())[:100]
-    return f"{r.avg_ts:.2f} ± {r.stddev_ts:.2f}" + (" (noisy)" if noisy(r) else "")
+    spread = f" ± {r.stddev_ts:.2f}" if len(r.samples_ns) > 1 else ""  # one repetition has no spread to show
+    return f"{r.avg_ts:.2f}{spread}" + (" (noisy)" if noisy(r) else "")
 
 
 def noisy(r: BenchRecord) -> bool:
@@ -74,8 +75,8 @@ FIELDS: tuple[Field, ...] = (
     Field("n_depth", "n_depth", lambda r: r.test.depth, views=NONE),
     Field("t_s", "t/s", _ts, align="r", views=SPEED, csv=False),
     Field("runtime", "runtime", lambda r: r.runtime, views=SERVER),
-    Field("slots", "np", _server(lambda r, s, k: s.slots), align="r", views=SERVER),
-    Field("concurrency", "parallel", lambda r: r.concurrency, align="r", views=SERVER),
+    Field("slots", "slots (-np)", _server(lambda r, s, k: s.slots), align="r", views=SERVER),
+    Field("concurrency", "requests at once", lambda r: r.concurrency, align="r", views=SERVER),
     Field("spec_type", "speculative", lambda r: r.params.spec_type, views=SERVER),
     Field("request_ts", "t/s per request", _server(lambda r, s, k: s.request_ts(k, r.test.n_tokens)), fixed2, "r",
           SERVER),

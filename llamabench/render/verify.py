@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.safe_text import shown_path
-from ..core.units import mib, thousands
+from ..core.units import count, mib, thousands
 from ..memory.verification import Check, MatrixResult
 from ..records.inspect import VerifyRecord
 from .fields import Field, table
@@ -28,7 +28,7 @@ CHECK_FIELDS = (
     Field("theory", "theory", _theory, align="r"),
     Field("llama_cpp", "llama.cpp", _llama, align="r"),
     Field("diff_mib", "diff MiB", _diff, align="r"),
-    Field("ok", "", lambda c: "ok" if c.ok else "MISMATCH"),
+    Field("ok", "verdict", lambda c: "ok" if c.ok else "MISMATCH"),
     Field("theory_bytes", "theory bytes", lambda c: c.theory_bytes, views=frozenset()),
     Field("llama_cpp_mib", "llama.cpp MiB", lambda c: c.llama_mib, views=frozenset()),
 )
@@ -64,10 +64,11 @@ def _render_measured(record: VerifyRecord) -> str:
            f"no theory to check: no layout rule for {record.model.architecture} in llamabench ({record.no_rule})",
            f"measured: llama.cpp's own log lines from a no_alloc dry run of {shown_path(record.gguf)}"]
     for c in a.kv_caches:
-        out.append(f"  KV cache        {c.size_mib:10.2f} MiB  ({thousands(c.cells)} cells, {c.layers} layers, "
+        out.append(f"  KV cache        {c.size_mib:10.2f} MiB  ({count(c.cells, 'cell')}, {count(c.layers, 'layer')}, "
                    f"{c.n_seq} seq, K {c.type_k} {c.k_mib:.2f} MiB, V {c.type_v} {c.v_mib:.2f} MiB)")
     for r in a.recurrent:
-        out.append(f"  recurrent state {r.size_mib:10.2f} MiB  ({r.cells} cells, {r.layers} layers, {r.n_seq} seqs)")
+        out.append(f"  recurrent state {r.size_mib:10.2f} MiB  ({count(r.cells, 'cell')}, {count(r.layers, 'layer')}, "
+                   f"{count(r.n_seq, 'seq')})")
     if not (a.kv_caches or a.recurrent):
         out.append("  no KV cache and no recurrent state")
     out += [f"  compute buffer  {v:10.2f} MiB  ({dev})" for dev, v in a.compute_buffers_mib.items()]
@@ -77,7 +78,7 @@ def _render_measured(record: VerifyRecord) -> str:
 
 MATRIX_FIELDS = (
     Field("params", "parameters", lambda c: c.params.label),
-    Field("ok", "", lambda c: "ok" if c.ok else "MISMATCH"),
+    Field("ok", "verdict", lambda c: "ok" if c.ok else "MISMATCH"),
     Field("mismatches", "mismatches", lambda c: "; ".join(c.mismatches)),
 )
 
@@ -87,7 +88,7 @@ def render_matrix(result: MatrixResult, fmt: str = "text") -> str:
         return table(result.cells, MATRIX_FIELDS, fmt)
     bad = [line for cell in result.cells for line in cell.mismatches]
     n_bad = sum(not c.ok for c in result.cells)
-    out = [f"{shown_path(result.model)}: {len(result.cells)} cells, {len(result.cells) - n_bad} match, "
+    out = [f"{shown_path(result.model)}: {count(len(result.cells), 'cell')}, {len(result.cells) - n_bad} match, "
            f"{n_bad} differ ({result.seconds:.1f} s; {shown_path(result.gguf)}, {result.file_bytes / 2**20:.1f} MiB, "
            f"{result.disk_bytes / 2**20:.1f} MiB on disk)"]
     out += ["  MISMATCH " + line for line in bad]

@@ -132,7 +132,7 @@ class Params:
                                "the draft (MTP) context's K cache type: llama-server's default f16, whatever -ctk",
                                sweep=False)
     type_v_draft: str = option(["-ctvd", "--spec-draft-type-v", "--cache-type-v-draft"], cache_type, "f16",
-                               "the draft (MTP) context's V cache type (default f16)", sweep=False)
+                               "the draft (MTP) context's V cache type", sweep=False)
     op_offload: bool = option(["--op-offload"], on_off, True,
                               "run a batch's ops on the card even where their weights are in system RAM, copying the "
                               "weights over (llama.cpp's default; off: llama-server's --no-op-offload)",

@@ -75,5 +75,5 @@ def test_compare_reports_a_mismatch():
     bad = good.replace("80.00 MiB (  4096 cells", "79.98 MiB (  4095 cells")
     assert not all_ok(compare(fp, parse_allocations(bad)))
     lines = [c.mismatch() for c in compare(fp, parse_allocations(bad)) if not c.ok]
-    assert "shape: theory 4096 cells x 10 layers x 1 streams vs llama.cpp 4095 cells x 10 layers x 1 streams" in lines
+    assert "shape: theory 4096 cells x 10 layers x 1 stream vs llama.cpp 4095 cells x 10 layers x 1 stream" in lines
     assert "KV (non-SWA): theory 83,886,080 B vs llama.cpp 79.98 MiB" in lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import time
+from contextlib import nullcontext
 from types import SimpleNamespace
 
 import pytest
@@ -195,3 +196,16 @@ def test_cpu_only_rows_say_what_ram_holds_and_what_would_fit(gemma, capsys):
     total, now, grows = row.split()[10:13]  # after K/V, the placement (4 words) and the five parts
     assert now == total and float(grows) > float(total)
     assert "nothing fits" in out and "would fit)" in out
+
+
+def test_cli_errors_name_the_command_once_and_take_a_negative_size(capsys):
+    """`report a.jsonl -o x` said "llamabench: error: llamabench: ..." and sent to the top help; `--vram -3GiB`
+    said "expected one argument"; roofline without a machine spoke the API's words."""
+    for argv, says in ((["report", "a.jsonl", "-o", "x"], "llamabench: error: unrecognized arguments: -o x "
+                                                          "(see llamabench report --help)"),
+                       (["fit", "gemma-3-27b", "--vram", "-3GiB"], "'-3GiB' must be positive"),
+                       (["roofline", "gemma-3-27b"], "give --card NAME, --bandwidth GB/s or --calibrate FILE")):
+        with pytest.raises(SystemExit) if argv[0] != "roofline" else nullcontext():
+            main(argv)
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err

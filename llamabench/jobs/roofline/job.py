@@ -72,7 +72,8 @@ def predict(model: str, params: dict[str, Any], *, card: str | None = None, band
     elif bandwidth:
         model_ = bandwidth_model(bandwidth, tflops, bw_eff, compute_eff)
     else:
-        raise UsageError("give card=NAME (--card), bandwidth=GB/s (--bandwidth) or calibrate=FILE (--calibrate)")
+        raise UsageError("give --card NAME, --bandwidth GB/s or --calibrate FILE (the API: card=, bandwidth=, "
+                         "calibrate=)")
     if (tensor_split or link or link_ms) and split is None:
         raise UsageError("-ts, --link and --link-ms describe several cards: give them as --card A+B")
     if n_gpu_layers is not None or n_cpu_moe is not None:  # fit's answer with part of the model in RAM, priced
