@@ -91,7 +91,8 @@ def test_each_command_then_report_on_a_file(gemma, tmp_path, capsys):
     plan = lb.bench(str(gemma), n_prompt=[16], n_gen=[2], n_depth=[0, 1024], repetitions=1, n_ctx=4096,
                     results=results, dry_run=True)
     assert (plan.estimate.fill_tokens, plan.estimate.test_tokens) == (1024, 2 * (16 + 2 + 16 + 2))
-    assert plan.estimate.seconds is None or "calibrated on the earlier run" in plan.estimate.basis
+    basis = plan.estimate.basis
+    assert plan.estimate.seconds is None or "from the earlier run in r.jsonl: tg at depths 0 and 256" in basis
     assert lb.bench(str(gemma), n_depth=[0, 1024], results=tmp_path / "none.jsonl",
                     dry_run=True).estimate.seconds is None
     assert json.loads((tmp_path / "rep" / "record.json").read_text()) == report.models[0].kv_efficiency[0].to_dict()
