@@ -35,6 +35,10 @@ class OneLineParser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        # a word that starts with a dash and a digit is a value (`--vram -3GiB` reaches --vram's own check), not an
+        # unknown option ("expected one argument"): argparse's rule for negative numbers, widened; no option of
+        # llamabench starts with a digit
+        self._negative_number_matcher = re.compile(r"^-\d")
 
     command: str | None = None  # the command named on the line: the help an unrecognized option points to
 
@@ -126,18 +130,6 @@ class _Ended:
         return False
 
 
-def joined_negatives(argv: list[str]) -> list[str]:
-    """`--vram -3GiB` as `--vram=-3GiB`: argparse reads a value that starts with a dash and is not a plain number as
-    an option ("expected one argument"); joined, the option's own check says what is wrong with it."""
-    out: list[str] = []
-    for word in argv:
-        if out and out[-1].startswith("--") and "=" not in out[-1] and re.fullmatch(r"-\d[\w.+,-]*", word):
-            out[-1] = f"{out[-1]}={word}"
-        else:
-            out.append(word)
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     with _Ended() as ended:
         return _main(argv, ended)
@@ -146,7 +138,6 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None, ended: _Ended) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
-        argv = joined_negatives(argv)
         parser = build_parser(only=chosen_command(argv))
         parser.command = chosen_command(argv)
         if (absent := absent_flag(argv)) is not None:

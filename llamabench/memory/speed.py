@@ -108,7 +108,7 @@ def prefill_cost(geometry: ModelGeometry, settings: Params, all_weights: int, ac
                  depth: int, n_tokens: int) -> TokenCost:
     """Per prompt token of a pp test at `depth`: every weight once per ubatch (a ubatch of hundreds of tokens
     touches nearly all experts), the attention over the cells before it, the KV row it writes."""
-    n_ubatch = max(1, min(settings.n_ubatch, n_tokens))
+    n_ubatch = max(1, min(settings.n_ubatch, settings.n_batch, n_tokens))  # llama.cpp caps n_ubatch at n_batch
     ubatches = -(-n_tokens // n_ubatch)
     weights = round(max(all_weights, active_weights) * ubatches / n_tokens)
     middle = token_cost(geometry, settings, 0, depth + n_tokens // 2)
@@ -266,7 +266,7 @@ def prefill_seconds(geometry: ModelGeometry, settings: Params, all_weights: int,
         return None
     seconds, start, left = 0.0, depth, n_prompt
     while left > 0:
-        n = min(max(1, settings.n_ubatch), left)
+        n = min(max(1, min(settings.n_ubatch, settings.n_batch)), left)  # llama.cpp caps n_ubatch at n_batch
         per_token = prefill_cost(geometry, settings, all_weights, active_weights, start, n)
         seconds += n * model.prefill_seconds(per_token, matmul)
         start, left = start + n, left - n

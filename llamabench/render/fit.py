@@ -78,7 +78,7 @@ def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
         Field("reserve_bytes", "reserve", lambda r: r.parts.reserve, _gib, "r"),
         Field("projector_bytes", "mmproj", lambda r: r.parts.projector, _gib, "r", mm),
         Field("total_bytes", "total", lambda r: r.parts.total, _gib, "r"),
-        Field("host_bytes", "host RAM", lambda r: r.host.total, views=frozenset()),
+        Field("host_bytes", "host RAM", lambda r: r.card_total if r.ram_mode else r.host.total, views=frozenset()),
         Field("host_now_bytes", "RAM now", ram_now, _gib, "r"),
         Field("host", "RAM grows to", host_text, align="r", csv=False),
         Field("host_growing_bytes", "host growing", lambda r: r.host.growing, _gib, "r", frozenset()),

@@ -66,16 +66,17 @@ def render_roofline(record: RooflineRecord, fmt: str = "text") -> str:
         f"  model     time per token = bytes / {m.bandwidth / 1e9:.1f} GB/s"
         + (f" + attention FLOPs / {m.compute / 1e12:.2f} TFLOPS" if math.isfinite(m.compute)
            else " (attention compute not limiting)") + f" ({m.basis})",
-        f"  KV        {kv}", *placed, *_prefill_line(m, prefill), *(f"  note      {n}" for n in record.notes), "",
-        rows])
+        f"  KV        {kv}", *placed, *_prefill_line(m, prefill, bool(record.split_basis)),
+        *(f"  note      {n}" for n in record.notes), "", rows])
 
 
-def _prefill_line(m, prefill: bool) -> list[str]:
+def _prefill_line(m, prefill: bool, placed: bool = False) -> list[str]:
     """How TTFT is priced: a prompt as deep as the row, prefilled a ubatch at a time from an empty context."""
     if not prefill:
         return ["  prefill   not priced (no matrix-product figure: --card, --tflops, or --calibrate on a run with a "
                 "pp test)"] if m.prefill is None else []
     attention = f"{m.prefill_attention / 1e12:.2f} TFLOPS" if m.prefill_attention else "the decode's rate"
-    return [f"  prefill   TTFT: a prompt as deep as the row, a ubatch at a time from an empty context: the weights "
-            f"once per ubatch, attention at {attention}, matrix products at {m.prefill / 1e12:.2f} TFLOPS, "
+    whole = " (the whole model on the first card, as t/s)" if placed else ""
+    return [f"  prefill   TTFT{whole}: a prompt as deep as the row, a ubatch at a time from an empty context: the "
+            f"weights once per ubatch, attention at {attention}, matrix products at {m.prefill / 1e12:.2f} TFLOPS, "
             f"{m.prefill_basis}"]

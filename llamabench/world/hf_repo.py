@@ -113,6 +113,9 @@ def repo_listing(repo: str, revision: str | None, shown: str) -> dict[str, int]:
     from huggingface_hub import get_token
 
     endpoint = (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or "https://huggingface.co"
+    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
+        raise RemoteError(f"{shown}: HF_HUB_OFFLINE is set, and listing a repository needs the hub (give the GGUF's "
+                          "path, or unset it)")
     if not _REPO.fullmatch(repo) or ".." in repo:
         raise RemoteError(f"{shown}: not a repository (write OWNER/REPO)")
     try:
@@ -124,7 +127,7 @@ def repo_listing(repo: str, revision: str | None, shown: str) -> dict[str, int]:
     files: dict[str, int] = {}
     seen: set[str] = set()
     with Reader(url, {"Authorization": f"Bearer {token}"} if token else {}, max_requests=MAX_PAGES,
-                shown=shown) as reader:
+                shown=shown, what="listing") as reader:
         page: str | None = url
         while page:
             if page in seen:

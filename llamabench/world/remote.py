@@ -232,11 +232,22 @@ def bytes_read() -> int:
         return _read[0]
 
 
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """(scheme, host, port) of a URL, the port its scheme's default where none is written."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    except ValueError:
+        port = None
+    return parts.scheme.lower(), (parts.hostname or "").lower(), port
+
+
 class Reader:
     """The requests of one header read: one deadline, a bounded count, one version of the file."""
 
-    def __init__(self, url: str, headers: dict, *, max_requests: int = MAX_REQUESTS, shown: str | None = None):
-        self.url, self.shown, self.headers = url, shown or redact(url), headers
+    def __init__(self, url: str, headers: dict, *, max_requests: int = MAX_REQUESTS, shown: str | None = None,
+                 what: str = "header"):
+        self.url, self.shown, self.headers, self.what = url, shown or redact(url), headers, what
         self.deadline = _Deadline(http_timeout(), http_low_speed())
         self.session = _session(self.deadline)
         self.requests = 0
@@ -319,7 +330,7 @@ class Reader:
         if not following:
             return body, None
         target = urljoin(url, following)
-        if urlsplit(target).netloc != urlsplit(self.url).netloc:
+        if _origin(target) != _origin(self.url):  # the token goes with it: the same scheme, host and port only
             raise self.error("the listing's next page is on another host")
         return body, target
 
@@ -352,8 +363,8 @@ class Reader:
 
         self.requests += 1
         if self.requests > self.max_requests:
-            raise self.error(f"more than {self.max_requests} requests for one header; the server does not answer "
-                             "ranges as asked")
+            raise self.error(f"more than {self.max_requests} requests for one {self.what}; the server does not "
+                             "answer as asked")
         left = self.time_left()
         try:
             # the adapter, not Session.send: that one reads a redirect's whole body, even when not following it

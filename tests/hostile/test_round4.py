@@ -191,6 +191,8 @@ def hub(mode: str, seen: list | None = None):  # noqa: C901 - one hostile hub, a
                     self._page(("[" + ENTRY % page + "]").encode(), f'</p?page={page + 1}>; rel="next"')
                 elif mode == "other-host":
                     self._page(b"[]", '<http://203.0.113.1/p?page=2>; rel="next"')
+                elif mode == "other-scheme":  # the same host over https: the token must not follow
+                    self._page(b"[]", f'<https://{self.headers.get("Host")}/p?page=2>; rel="next"')
                 elif mode == "not-a-list":
                     self._page(b'{"error": "x"}')
                 elif mode == "two-pages":
@@ -229,6 +231,7 @@ def test_a_hub_listing_over_two_pages_is_read_whole_and_its_token_stays_on_the_h
 @pytest.mark.parametrize("mode, says", [("huge-page", "over 32 MiB"), ("self-page", "come round again"),
                                         ("endless-pages", "were not listed in 3 s"),
                                         ("other-host", "next page is on another host"),
+                                        ("other-scheme", "next page is on another host"),
                                         ("not-a-list", "not a list of files")])
 def test_a_hostile_hub_listing_is_one_line(mode, says, capsys, monkeypatch):
     """-hf on a hub whose listing would not end or not fit: one line, no thread left asking for pages."""
@@ -245,3 +248,9 @@ def test_a_hostile_hub_listing_is_one_line(mode, says, capsys, monkeypatch):
         assert len(seen) == asked  # nothing asks the hub for pages once the call has ended
     finally:
         server.shutdown()
+
+
+def test_hf_hub_offline_is_honoured(monkeypatch, capsys):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["inspect", "-hf", "someone/some-repo"]) == 1
+    assert "HF_HUB_OFFLINE is set" in capsys.readouterr().err

@@ -90,7 +90,8 @@ def test_each_command_then_report_on_a_file(gemma, tmp_path, capsys):
     # bench --dry-run: the plan's tokens, and its time calibrated on the run above (tg and pp at 0 and 256)
     plan = lb.bench(str(gemma), n_prompt=[16], n_gen=[2], n_depth=[0, 1024], repetitions=1, n_ctx=4096,
                     results=results, dry_run=True)
-    assert (plan.estimate.fill_tokens, plan.estimate.test_tokens) == (1024, 2 * (16 + 2 + 16 + 2))
+    # one repetition and a warm-up each: pp16's is the whole 16, tg2's one token
+    assert (plan.estimate.fill_tokens, plan.estimate.test_tokens) == (1024, 2 * (16 + 16 + 2) + 2 * 1)
     basis = plan.estimate.basis
     assert plan.estimate.seconds is None or "from the earlier run in r.jsonl: tg at depths 0 and 256" in basis
     assert lb.bench(str(gemma), n_depth=[0, 1024], results=tmp_path / "none.jsonl",

@@ -2,13 +2,14 @@
 the same model on this machine, in the plan's results file, calibrates the speed model (roofline's --calibrate:
 tg at two depths, and pp where the run has it).
 
-Each configuration fills its context once, depth after depth (llama-server: again before each repetition), and
-times each test after one warm-up (`llama.child.measure_tests`). Loading the model and creating each context come
-on top.
+Each configuration fills its context once, depth after depth (llama-server: each slot, its prompt cache kept
+between depths), and times each test after one warm-up (`llama.child.measure_tests`; llama-server's requests
+have none). Loading the model and creating each context come on top.
 """
 
 from __future__ import annotations
 
+import platform
 from dataclasses import dataclass
 
 from ...core.errors import UsageError
@@ -27,11 +28,26 @@ class PlanEstimate:
     basis: str
 
 
+def _slots(plan: BenchPlan) -> int:
+    """The requests at once: each a slot of its own, each slot filled (llama-server); 1 for a Llama() context."""
+    return plan.server.concurrency if plan.server else 1
+
+
+def _warmup(plan: BenchPlan, t, n_batch: int) -> int:
+    """The untimed tokens before a test's repetitions: a Llama() context warms up (a batch of pp, one tg token);
+    llama-server's requests do not."""
+    if plan.server:
+        return 0
+    return min(n_batch, t.n_tokens) if t.kind is TestKind.PP else 1
+
+
 def _tokens(plan: BenchPlan) -> tuple[int, int]:
-    depths = sorted({t.depth for t in plan.tests})
-    fills = plan.repetitions * sum(depths) if plan.server else max(depths)
-    tests = sum((plan.repetitions + 1) * t.n_tokens for t in plan.tests)
-    return fills * len(plan.configurations), tests * len(plan.configurations)
+    fills = tests = 0
+    for p in plan.configurations:  # each fills to its deepest depth once, a slot at a time (serve.py, child.py)
+        fills += max(t.depth for t in plan.tests) * _slots(plan)
+        tests += sum((plan.repetitions * t.n_tokens + _warmup(plan, t, p.n_batch)) * _slots(plan)
+                     for t in plan.tests)
+    return fills, tests
 
 
 def estimate(plan: BenchPlan) -> PlanEstimate:
@@ -46,8 +62,10 @@ def estimate(plan: BenchPlan) -> PlanEstimate:
     geometry = geometry_from_metadata(meta)
     weights, active = speed.weights_per_token(meta, geometry)
     prompt = Prompt(weights.total_bytes + weights.tied_output_bytes, speed.matmul_flops(meta, geometry))
+    here = platform.node()  # runs of this machine, by this runtime: another box's speed says nothing of this one's
     try:
-        model, measured, _ = calibrated(plan.target, source, geometry, active, prompt)
+        model, measured, _ = calibrated(plan.target, source, geometry, active, prompt,
+                                        keep=lambda r: r.machine.host == here and r.runtime == plan.runtime)
     except UsageError:
         return PlanEstimate(fill_tokens, test_tokens, None, _no_run(plan))
     if model.prefill is None:
@@ -69,15 +87,15 @@ def _configuration_seconds(plan: BenchPlan, p, geometry, prompt: Prompt, active:
     def prefill(n: int, depth: int) -> float:
         return speed.prefill_seconds(geometry, p, prompt.all_weights, active, prompt.matmul_flops, model, n, depth)
 
-    depths = sorted({t.depth for t in plan.tests})
-    fill = (plan.repetitions * sum(prefill(d, 0) for d in depths if d) if plan.server
-            else prefill(max(depths), 0) if max(depths) else 0.0)
+    deepest = max(t.depth for t in plan.tests)
+    fill = prefill(deepest, 0) if deepest else 0.0  # depth after depth, once (llama-server: the prompt cache)
     tests = 0.0
     for t in plan.tests:
+        warmup = _warmup(plan, t, p.n_batch)
         if t.kind is TestKind.PP:
-            one, warmup = prefill(t.n_tokens, t.depth), prefill(min(p.n_batch, t.n_tokens), t.depth)
+            one, warm = prefill(t.n_tokens, t.depth), prefill(warmup, t.depth) if warmup else 0.0
         else:
             per_token = model.seconds(speed.token_cost(geometry, p, active, t.depth + t.n_tokens // 2))
-            one, warmup = t.n_tokens * per_token, per_token
-        tests += plan.repetitions * one + warmup
-    return fill + tests
+            one, warm = t.n_tokens * per_token, warmup * per_token
+        tests += plan.repetitions * one + warm
+    return (fill + tests) * _slots(plan)  # the slots' work shares one machine

@@ -202,12 +202,14 @@ def weights_source(source: ModelSource, quant: str | None):
     return twin.meta, twin.basis, speed.WeightsScale(twin.scale, twin.by_bytes)
 
 
-def calibrated(path: Path, source: ModelSource, geometry, active: int, prompt: Prompt):
-    """The speed model of two measured depths of this model (the group with the most), the measured t/s by
-    depth, and the offset of a tg test's middle token; its prefill from the shallowest pp test of the same run."""
+def calibrated(path: Path, source: ModelSource, geometry, active: int, prompt: Prompt,
+               keep: Callable[[BenchRecord], bool] | None = None):
+    """The speed model of two measured depths of this model (the group with the most; `keep`: only records it
+    keeps), the measured t/s by depth, and the offset of a tg test's middle token; its prefill from the shallowest
+    and the deepest pp tests of the same run."""
     read = read_records(path)
     records, warnings = [r for r in read.records if isinstance(r, BenchRecord)], read.warnings
-    records = [r for r in records if r.model.label == source.label]
+    records = [r for r in records if r.model.label == source.label and (keep is None or keep(r))]
     groups = [g for g in speed.tg_groups(records) if len(g) >= 2]
     if not groups:
         passed_over = f" ({warnings[0]}; {len(warnings)} line(s) passed over)" if warnings else ""
