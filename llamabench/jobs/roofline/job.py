@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from ...core.cache_types import CACHE_TYPES
 from ...core.errors import UsageError
 from ...llama.worker import dry_runs
 from ...memory import speed
@@ -209,7 +210,9 @@ def calibrated(path: Path, source: ModelSource, geometry, active: int, prompt: P
     and the deepest pp tests of the same run."""
     read = read_records(path)
     records, warnings = [r for r in read.records if isinstance(r, BenchRecord)], read.warnings
-    records = [r for r in records if r.model.label == source.label and (keep is None or keep(r))]
+    # the run's own cache types price what it read: only runs whose types llamabench knows (a file is not trusted)
+    records = [r for r in records if r.model.label == source.label and (keep is None or keep(r))
+               and {r.params.type_k, r.params.type_v} <= set(CACHE_TYPES)]
     groups = [g for g in speed.tg_groups(records) if len(g) >= 2]
     if not groups:
         passed_over = f" ({warnings[0]}; {len(warnings)} line(s) passed over)" if warnings else ""
