@@ -245,13 +245,13 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 class Reader:
     """The requests of one header read: one deadline, a bounded count, one version of the file."""
 
-    def __init__(self, url: str, headers: dict, *, max_requests: int = MAX_REQUESTS, shown: str | None = None,
+    def __init__(self, url: str, headers: dict, *, max_requests: int | None = None, shown: str | None = None,
                  what: str = "header"):
         self.url, self.shown, self.headers, self.what = url, shown or redact(url), headers, what
         self.deadline = _Deadline(http_timeout(), http_low_speed())
         self.session = _session(self.deadline)
         self.requests = 0
-        self.max_requests = max_requests
+        self.max_requests = MAX_REQUESTS if max_requests is None else max_requests  # read at the call (tests lower it)
         self.version: tuple | None = None
 
     def __enter__(self) -> "Reader":
