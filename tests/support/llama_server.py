@@ -117,18 +117,21 @@ def run_printed_command(command: str, bin_dir: Path, *, rpc: list[str] | None = 
     argv = [str(bin_dir / "llama-server"), *devices, *argv[1:], *extra, "-lv", "4", "--host", "127.0.0.1", "--port",
             str(port)]
     ready = False
-    with tempfile.TemporaryFile("w+", errors="replace") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    # the child writes through its own handle and this reads through another: one shared handle has one offset,
+    # and a read's seek(0) while the child writes makes it write over the log's start (a full-suite run once read
+    # an MTP reservation, written over the start, as a context of its own)
+    with tempfile.TemporaryDirectory(prefix="llamabench-server-test-") as folder:
+        log_path = Path(folder) / "server.log"
+        with open(log_path, "w") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         try:
             deadline = time.monotonic() + timeout_s
             while time.monotonic() < deadline and proc.poll() is None:
-                out.seek(0)
-                if READY in out.read():
+                if READY in log_path.read_text(errors="replace"):
                     ready = True
                     break
                 time.sleep(0.1)
         finally:
             stop_group(proc, grace_s=2.0)
-        out.seek(0)
-        log = out.read()
+        log = log_path.read_text(errors="replace")
     return ServerRun(tuple(argv), parse_allocations(log), log, ready)
