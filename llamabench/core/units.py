@@ -32,6 +32,11 @@ def duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def plural(n: int, word: str) -> str:
+    """The word for n of it: cell for 1, cells for any other count."""
+    return word if n == 1 else word + "s"
+
+
 def count(n: int, word: str) -> str:
     """1 cell, 2 cells, 1,024 cells."""
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
+    return f"{n:,} {plural(n, word)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core import serial
-from ..core.units import MIB
+from ..core.units import MIB, plural
 from ..settings.params import Params
 from .allocations import PRINTED_TOLERANCE_BYTES, Allocations, bytes_equal
 from .footprint import Footprint
@@ -167,5 +167,4 @@ class MatrixResult:
 
 def _shape(cells: int, layers: int, streams: int) -> str:
     """A cache's shape in words: 4096 cells x 10 layers x 1 stream."""
-    return " x ".join(f"{n} {w}" + ("" if n == 1 else "s") for n, w in ((cells, "cell"), (layers, "layer"),
-                                                                        (streams, "stream")))
+    return " x ".join(f"{n} {plural(n, w)}" for n, w in ((cells, "cell"), (layers, "layer"), (streams, "stream")))
