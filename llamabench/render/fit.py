@@ -45,10 +45,14 @@ def ram_now(row: FitRow) -> int:
     return row.card_total - row.host.growing if row.ram_mode else row.host.at_start
 
 
+def ram_total(row: FitRow) -> int:
+    """What system RAM grows to: the host's part and its growing bounds (with --cpu-only the card's parts too)."""
+    return row.card_total if row.ram_mode else row.host.total
+
+
 def host_text(row: FitRow) -> str:
     """What system RAM grows to: the resident part and the runtime's upper bounds (+: no bound)."""
-    total = row.card_total if row.ram_mode else row.host.total
-    return _gib(total) + ("+" if row.host.prompt_cache_unlimited else "")
+    return _gib(ram_total(row)) + ("+" if row.host.prompt_cache_unlimited else "")
 
 
 def max_ctx_text(row: FitRow, n_ctx_train: int) -> str:
@@ -78,7 +82,7 @@ def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
         Field("reserve_bytes", "reserve", lambda r: r.parts.reserve, _gib, "r"),
         Field("projector_bytes", "mmproj", lambda r: r.parts.projector, _gib, "r", mm),
         Field("total_bytes", "total", lambda r: r.parts.total, _gib, "r"),
-        Field("host_bytes", "host RAM", lambda r: r.card_total if r.ram_mode else r.host.total, views=frozenset()),
+        Field("host_bytes", "host RAM", ram_total, views=frozenset()),
         Field("host_now_bytes", "RAM now", ram_now, _gib, "r"),
         Field("host", "RAM grows to", host_text, align="r", csv=False),
         Field("host_growing_bytes", "host growing", lambda r: r.host.growing, _gib, "r", frozenset()),
@@ -170,8 +174,7 @@ def host_line(row: FitRow, server: bool = True, machine_ram: int = 0) -> str:
                      else f"prompt cache <= {_gib(h.prompt_cache)}")
     if h.checkpoints:
         grows.append(f"checkpoints <= {_gib(h.checkpoints)}")
-    total = row.card_total if row.ram_mode else h.total
-    now = ram_now(row)
+    total, now = ram_total(row), ram_now(row)
     line = (f"   system RAM: {_gib(now)} GiB at start" + (f", grows to {_gib(total)} GiB" if total != now else "")
             + f" ({', '.join(parts)}" + (f"; grows: {', '.join(grows)}" if grows else "") + ")")
     if machine_ram and row.ram is None and not row.ram_mode:
