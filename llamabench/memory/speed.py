@@ -51,7 +51,7 @@ def active_weight_bytes(weights: WeightsBreakdown, expert_used: int, expert_coun
     for classes in weights.per_layer.values():
         for cls, n in classes.items():
             total += round(n * share) if cls == "routed_experts" else n
-    total += weights.global_bytes.get("output", 0) + weights.tied_output_bytes
+    total += weights.output_layer_bytes
     return total
 
 
@@ -320,7 +320,7 @@ def layer_token_costs(geometry: ModelGeometry, settings: Params, weights: Weight
                   + (cache_types.row_bytes(settings.type_v, layer.v_width) if layer.v_width else 0)) * cells
             flops = 4 * head_dims * cells
         out[il] = TokenCost(depth, w, kv, state if il in recurrent else 0, flops)
-    out[weights.n_layer] = TokenCost(depth, weights.global_bytes.get("output", 0) + weights.tied_output_bytes, 0, 0, 0)
+    out[weights.n_layer] = TokenCost(depth, weights.output_layer_bytes, 0, 0, 0)
     return out
 
 

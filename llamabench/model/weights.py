@@ -63,6 +63,17 @@ class WeightsBreakdown:
     def total_bytes(self) -> int:
         return sum(self.global_bytes.values()) + sum(sum(c.values()) for c in self.per_layer.values())
 
+    @property
+    def loaded_bytes(self) -> int:
+        """Every weight llama.cpp loads: the file's tensors, and token_embd a second time where it is the output
+        matrix too (tied embeddings)."""
+        return self.total_bytes + self.tied_output_bytes
+
+    @property
+    def output_layer_bytes(self) -> int:
+        """The output layer's weights (output matrix and norm; the tied token_embd copy where there is one)."""
+        return self.global_bytes.get("output", 0) + self.tied_output_bytes
+
     def class_bytes(self, cls: str) -> int:
         return self.global_bytes.get(cls, 0) + sum(c.get(cls, 0) for c in self.per_layer.values())
 
@@ -93,7 +104,7 @@ class WeightsBreakdown:
                 if not self._on_card(il, cls, n_gpu_layers, n_cpu_moe):
                     total += round(n * expert_share) if cls == "routed_experts" else n
         if not self._on_card(None, "output", n_gpu_layers, n_cpu_moe):
-            total += self.global_bytes.get("output", 0) + self.tied_output_bytes
+            total += self.output_layer_bytes
         return total
 
     def on_devices(self, devices: tuple[int | None, ...], n_devices: int, *, n_cpu_moe: int = 0) -> tuple[int, ...]:
@@ -109,14 +120,13 @@ class WeightsBreakdown:
             out[device] += sum(n for cls, n in classes.items() if not (cls == "routed_experts" and il < n_cpu_moe))
         output_device = devices[self.n_layer] if self.n_layer < len(devices) else None
         if output_device is not None:
-            out[output_device] += self.tied_output_bytes + sum(
-                n for cls, n in self.global_bytes.items() if cls == "output")
+            out[output_device] += self.output_layer_bytes
         return tuple(out)
 
     def layer_bytes(self, il: int, *, n_cpu_moe: int = 0) -> int:
         """Bytes that go to layer il's device (il == n_layer: the output layer's)."""
         if il == self.n_layer:
-            return self.tied_output_bytes + sum(n for cls, n in self.global_bytes.items() if cls == "output")
+            return self.output_layer_bytes
         return sum(n for cls, n in self.per_layer.get(il, {}).items()
                    if not (cls == "routed_experts" and il < n_cpu_moe))
 

@@ -61,7 +61,7 @@ def estimate(plan: BenchPlan) -> PlanEstimate:
     meta = source.llama_metadata  # what bench loads: the file, or a catalog id's twin (its runs time the twin)
     geometry = geometry_from_metadata(meta)
     weights, active = speed.weights_per_token(meta, geometry)
-    prompt = Prompt(weights.total_bytes + weights.tied_output_bytes, speed.matmul_flops(meta, geometry))
+    prompt = Prompt(weights.loaded_bytes, speed.matmul_flops(meta, geometry))
     here = platform.node()  # runs of this machine, by this runtime: another box's speed says nothing of this one's
     try:
         model, measured, _ = calibrated(plan.target, source, geometry, active, prompt,

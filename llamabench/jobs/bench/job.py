@@ -92,7 +92,7 @@ def _sweep_basis(plan: BenchPlan, path, devices: tuple[str, ...]) -> SweepBasis:
     if geometry is not None:
         weights, active = speed.weights_per_token(source.llama_metadata, geometry)
         read = "the geometry twin" if source.is_catalog else "the GGUF"
-        basis = WeightsBasis(weights.total_bytes + weights.tied_output_bytes, active,
+        basis = WeightsBasis(weights.loaded_bytes, active,
                              f"weights from the tensor infos of {read}: {active / 2**20:.2f} MiB read per decoded "
                              "token")
     peak = runner.peak_bandwidth(gpu=any(p.n_gpu_layers for p in plan.configurations))

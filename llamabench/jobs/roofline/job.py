@@ -55,7 +55,7 @@ def predict(model: str, params: dict[str, Any], *, card: str | None = None, band
     ruled = has_layout_rule(meta)
     geometry = geometry_from_metadata(meta) if ruled else measured_geometry(meta, no_rule_reason(meta.architecture))
     weights, active = speed.weights_per_token(meta, geometry, scale_to_bytes=scale.bytes, by_bytes=scale.by_bytes)
-    prompt = Prompt(weights.total_bytes + weights.tied_output_bytes, speed.matmul_flops(meta, geometry))
+    prompt = Prompt(weights.loaded_bytes, speed.matmul_flops(meta, geometry))
     p = params_from(values)
     if not ruled and (calibrate or n_gpu_layers is not None or n_cpu_moe is not None or "+" in str(card or "")):
         raise UsageError(f"{no_rule_line(meta.architecture)}: roofline prices it on one card or bandwidth, its "
