@@ -89,6 +89,12 @@ class Footprint:
             return None
         return self.full_gqa_kv_bytes_per_token / self.kv_bytes_per_token
 
+    @property
+    def reduces(self) -> bool:
+        """Whether caching by layer kind saves anything against full GQA: a reduction that does not print as 1.00x
+        (a model whose every mixer layer is full attention has none to speak of)."""
+        return bool(self.reduction) and round(self.reduction, 2) != 1.0
+
 
 def context_shape(geometry: ModelGeometry, s: Params) -> ContextShape:
     if s.n_ctx < 0:

@@ -158,7 +158,7 @@ def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
                f"cached non-SWA layers")
     out.append(f"Full-GQA basis   {thousands(fp.full_gqa_kv_bytes_per_token)} B/token if all {len(g.mixer_layers)} "
                f"mixer layers were cached as full attention"
-               + (f": a {reduction:.2f}x reduction" if reduction and round(reduction, 2) != 1.0
+               + (f": a {reduction:.2f}x reduction" if fp.reduces
                   else ": the same, every mixer layer is full attention" if reduction else ""))
     published = result.published
     if published is not None and published.kv_bytes_per_token is not None:

@@ -102,7 +102,7 @@ def kv_bytes_basis(ins: Inspection) -> str:
         text += (f"; sliding-window layers hold at most {fp.shape.swa_cells:,} cells "
                  f"({fp.swa_kv_bytes / 2**20:.2f} MiB at n_ctx {fp.shape.n_ctx:,})")
     n_mixer = len(ins.geometry.mixer_layers)
-    if fp.reduction and round(fp.reduction, 2) != 1.0:
+    if fp.reduces:
         text += (f", against {fp.full_gqa_kv_bytes_per_token:,} B/token if all {n_mixer} layers were full GQA: "
                  f"a {fp.reduction:.1f}x reduction")
     elif fp.reduction:  # every mixer layer is full attention already: no reduction to speak of
