@@ -3,8 +3,8 @@
 The tools come from `scripts/build_llama_tools.sh` (`make tools`, which `make test` runs first: llama-server,
 ggml-rpc-server, llama-bench, llama-fit-params built from the vendored llama.cpp); their bin folder is
 `$LLAMABENCH_LLAMA_TOOLS`, or `~/.cache/llama-tools/<llama-cpp-python version>/bin` where the script puts it.
-llama-server prints its allocation lines at `-lv 4`; it is started on 127.0.0.1, read until it listens (or
-exits), and stopped by its pid.
+llama-server prints its allocation lines at `-lv 4`; it is started as the tool starts it (`llama.serving.started`:
+on 127.0.0.1), read once its /health answers (or it exits), and stopped by its process group.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import os
 import re
 import shlex
 import subprocess
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,12 +21,12 @@ from pathlib import Path
 from llamabench.core.errors import EngineError
 from llamabench.llama.process import stop_group
 from llamabench.llama.rpc import accepts, free_port
+from llamabench.llama.serving import started
 from llamabench.memory.allocations import Allocations, parse_allocations
 from llamabench.world.versions import LLAMA_CPP_PYTHON_VERSION
 
 TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS"
 VULKAN_TOOLS_ENV = "LLAMABENCH_LLAMA_TOOLS_VULKAN"
-READY = "listening on http"
 
 
 def tools_dir() -> Path | None:
@@ -101,37 +100,25 @@ class ServerRun:
     argv: tuple[str, ...]
     allocations: Allocations
     log: str
-    ready: bool  # it reached "listening on http://..."
+    ready: bool  # its /health answered "ok"
 
 
 def run_printed_command(command: str, bin_dir: Path, *, rpc: list[str] | None = None, extra: tuple[str, ...] = (),
                         timeout_s: float = 180.0) -> ServerRun:
     """Start `command` (a line `fit` printed, beginning with llama-server) with the allocation log on, on the
-    given RPC devices, until it listens; stop it and parse what it allocated."""
+    given RPC devices, until its /health answers; stop it and parse what it allocated."""
     argv = shlex.split(command)
     if not argv or argv[0] != "llama-server":
         raise EngineError(f"not a llama-server command: {command!r}")
-    port = free_port()
     # the RPC devices first: llama.cpp registers them as it reads --rpc, and -devd names them
     devices = ["--rpc", ",".join(rpc)] if rpc else []
-    argv = [str(bin_dir / "llama-server"), *devices, *argv[1:], *extra, "-lv", "4", "--host", "127.0.0.1", "--port",
-            str(port)]
-    ready = False
-    # the child writes through its own handle and this reads through another: one shared handle has one offset,
-    # and a read's seek(0) while the child writes makes it write over the log's start (a full-suite run once read
-    # an MTP reservation, written over the start, as a context of its own)
-    with tempfile.TemporaryDirectory(prefix="llamabench-server-test-") as folder:
-        log_path = Path(folder) / "server.log"
-        with open(log_path, "w") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            deadline = time.monotonic() + timeout_s
-            while time.monotonic() < deadline and proc.poll() is None:
-                if READY in log_path.read_text(errors="replace"):
-                    ready = True
-                    break
-                time.sleep(0.1)
-        finally:
-            stop_group(proc, grace_s=2.0)
-        log = log_path.read_text(errors="replace")
-    return ServerRun(tuple(argv), parse_allocations(log), log, ready)
+    argv = [str(bin_dir / "llama-server"), *devices, *argv[1:], *extra]
+    # the tool's own start (`llama.serving.started`: -lv 4, a free port, its log through a handle of its own, read
+    # once /health answers, its group stopped after); a copy of it here once read its log through the handle the
+    # server wrote through, and a seek(0) made the server write over the log's start
+    try:
+        with started(argv, timeout_s=timeout_s) as server:
+            log = server.log()
+    except EngineError as exc:  # it died or never answered: what it said, in the error
+        return ServerRun(tuple(argv), parse_allocations(str(exc)), str(exc), False)
+    return ServerRun(server.argv or tuple(argv), parse_allocations(log), log, True)
