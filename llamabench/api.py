@@ -221,17 +221,20 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
 
 
 # roofline --------------------------------------------------------------------------------------
-def roofline(model: str, *, card: str | None = None, bandwidth=None, tflops=None, bw_eff=None, compute_eff=None,
-             calibrate: PathLike | None = None, quant: str | None = None, results: PathLike | None = None,
-             tensor_split=None, link=None, link_ms=None, n_gpu_layers=None, n_cpu_moe=None, ram_bandwidth=None,
-             **params) -> RooflineRecord:
-    """Predicted decode t/s at depths up to n_ctx from the bytes each token reads, beside the same model as full
-    GQA: on a named card, a bandwidth, or calibrated on two measured depths of a bench results file; with
-    `n_gpu_layers` or `n_cpu_moe`, fit's placement with part of the model in system RAM priced beside it."""
-    found = predict(model_argument(model), params, card=card, bandwidth=bandwidth, tflops=tflops, bw_eff=bw_eff,
-                    compute_eff=compute_eff, calibrate=path_option("calibrate", calibrate), quant=quant,
-                    tensor_split=tensor_split, link=link,
-                    link_ms=link_ms, n_gpu_layers=n_gpu_layers, n_cpu_moe=n_cpu_moe, ram_bandwidth=ram_bandwidth)
+def roofline(model: str, *, card: str | None = None, backend: str | None = None, bandwidth=None, tflops=None,
+             bw_eff=None, compute_eff=None, calibrate: PathLike | None = None, quant: str | None = None,
+             results: PathLike | None = None, tensor_split=None, link=None, link_ms=None, n_gpu_layers=None,
+             n_cpu_moe=None, ram_bandwidth=None, **params) -> RooflineRecord:
+    """What llama-bench would print for MODEL on a machine, test by test (`n_prompt`, `n_gen`, `n_depth`, as
+    llama-bench's -p -n -d), predicted from the bytes and FLOPs each step costs at the efficiencies `backend`'s
+    kernels reached in published runs: on a named `card` (several joined by +), a `bandwidth`, or this machine's
+    CPU; `calibrate` scales it to a bench results file of this model; with `n_gpu_layers` or `n_cpu_moe`, fit's
+    placement with part of the model in system RAM priced beside it (at `ram_bandwidth`, else the card's typical
+    host RAM)."""
+    found = predict(model_argument(model), params, card=card, backend=backend, bandwidth=bandwidth, tflops=tflops,
+                    bw_eff=bw_eff, compute_eff=compute_eff, calibrate=path_option("calibrate", calibrate),
+                    quant=quant, tensor_split=tensor_split, link=link, link_ms=link_ms, n_gpu_layers=n_gpu_layers,
+                    n_cpu_moe=n_cpu_moe, ram_bandwidth=ram_bandwidth)
     return save(results, roofline_record(found))
 
 

@@ -1,35 +1,34 @@
-"""`llamabench roofline MODEL`: predicted decode t/s at depth on a card, beside the same model as full GQA."""
+"""`llamabench roofline MODEL`: what llama-bench would print on a card, test by test, predicted."""
 
 from __future__ import annotations
 
 import argparse
 
 from .. import api
-from ..jobs.roofline.job import ROOFLINE_PARAMS
-from ..memory.speed import CARDS
+from ..jobs.roofline.job import LISTS, ROOFLINE_PARAMS
 from ..render.speed import render_roofline
 from ..settings import arguments
+from ..settings.cards import CARDS
+from ..settings.params import OutputFormat
 from . import SUMMARY
 from .output import api_options, keywords, show
 
 HELP = SUMMARY["roofline"]
 EXAMPLES = """examples:
-  llamabench roofline qwen3-5-35b-a3b --card rtx-4090 --ctx 131072
-  llamabench roofline model.gguf --bandwidth 936 --tflops 35.6 --ctx 32768
-  llamabench roofline model.gguf --calibrate bench.jsonl        # calibrated on your own measured depths
+  llamabench roofline gpt-oss-20b --card dgx-spark -p 2048 -n 32 -d 0,4096,16384,32768 -ub 2048
+  llamabench roofline qwen3-30b-a3b --quant Q8_0 --card ryzen-ai-max-395-128gb --backend rocm -d 0,32768
+  llamabench roofline model.gguf -d 0,2048,8192          # this machine's CPU, as bench would measure it
+  llamabench roofline model.gguf --calibrate bench.jsonl  # scaled to your own bench run of the model
   llamabench roofline qwen3-30b-a3b --card rtx-3090+rtx-3060-12gb -ts 2,1   # a split over two cards (PCIe)
-  llamabench roofline qwen3-30b-a3b --card rtx-4090+rtx-3090 --link 1.25 --link-ms 0.2  # the second over 10 GbE (RPC)
   llamabench roofline qwen3-5-35b-a3b --card rtx-4060-ti-16gb -ncmoe 16   # what fit recommends, experts in RAM
-  llamabench roofline llama-3-1-8b --card rtx-4090 -d 4096,32768 -c 32768  # decode and TTFT at those depths
-Time per token = bytes read / bandwidth + attention FLOPs / compute. A card's published bandwidth
-and FP32 throughput are scaled by stated efficiencies (--bw-eff 0.70, --compute-eff 0.30); with
---calibrate FILE (bench results) the two ceilings are calibrated from two measured tg depths of this model
-instead (it was --results FILE before).
+  llamabench roofline llama-3-1-8b --card rtx-4090 -d 4096,32768 -o md
+Each row is a llama-bench test (pp512 @ d4096: 512 prompt tokens after 4096 cached; tg128 @ d4096: 128 decoded)
+and its t/s is an estimate: the bytes and FLOPs of each step (weights, KV at that depth, recurrent state,
+matrix products and flash attention, a ubatch at a time) over the machine's published bandwidth and matrix
+throughput, at the efficiencies the backend's kernels reached in published llama-bench runs on other machines
+(one set a backend, fitted once; the held-out range is where those runs fell when left out of the fit).
+Without --card or --bandwidth the machine is this one's CPU. -r is taken and ignored (nothing is timed).
 The full-GQA column is the same model with every mixer layer cached as full attention.
-TTFT is the time to prefill a prompt as deep as the row: every weight once per ubatch, the matrix
-products at the card's published pp512 rate (llama-bench, Llama 3 8B Q4_K_M; a card without one at
-its FP32 figure times the lowest ratio of a measured card), or calibrated on a pp test of --calibrate's run.
-Every t/s is a ceiling: what the bytes and FLOPs allow at those efficiencies (a measured run is at or below it).
 """
 # no --results here: a prediction is not a measurement to keep (and the older `--results FILE` meant
 # "calibrate on FILE": it now fails in one line rather than append to the user's bench file)
@@ -37,18 +36,29 @@ OPTIONS = api_options(api.roofline, leave_out=("results",))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_arguments(parser, ("model", *ROOFLINE_PARAMS, *OPTIONS, "output"),
-                            lists=("n_depth",), defaults={"n_gpu_layers": None, "n_cpu_moe": None},
+    arguments.add_arguments(parser, ("model", *ROOFLINE_PARAMS, *OPTIONS, "output"), lists=LISTS,
+                            defaults={"n_gpu_layers": None, "n_cpu_moe": None, "n_depth": None},
                             helps={"n_gpu_layers": "price fit's -ngl N: the last N layers on the card, the rest in "
                                                    "system RAM (--ram-bandwidth)",
                                    "n_cpu_moe": "price fit's --n-cpu-moe N: the routed experts of layers 0..N-1 read "
                                                 "from system RAM",
                                    "card": "a card from the table, or several joined by + (a split): "
                                            + ", ".join(c.id for c in CARDS),
-                                   "quant": "published quant of a catalog model (default Q4_K_M)"})
+                                   "backend": "the llama.cpp backend that runs the card: cuda, vulkan, rocm, metal, "
+                                              "cpu (default: the card's own; an AMD card takes vulkan or rocm)",
+                                   "ram_bandwidth": "GB/s of the system RAM that holds the part off the card "
+                                                    "(default: the named card's typical desktop, else this machine's)",
+                                   "repetitions": "taken for llama-bench's command line; nothing is timed",
+                                   "n_depth": "depths: tokens already in the context (default: 0 and n_ctx / 16, / 8, "
+                                              "/ 4, / 2, n_ctx)",
+                                   "quant": "published quant of a catalog model (default Q4_K_M), or a llama-quantize "
+                                            "file type priced by llama.cpp's recipe"})
 
 
 def run(args: argparse.Namespace) -> int:
     record = api.roofline(args.model, **keywords(args, (*OPTIONS, *ROOFLINE_PARAMS)))
+    if args.output is OutputFormat.JSONL:  # llama-bench -o jsonl: one test a line
+        print(render_roofline(record, "jsonl"))
+        return 0
     show(record, args.output, render_roofline)
     return 0

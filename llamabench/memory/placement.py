@@ -137,6 +137,7 @@ class FitRow:
     ram_read_bytes: int = 0  # weights a decoded token reads from system RAM (WeightsBreakdown.host_read_per_token)
     # a unified machine (budget.pool): the device's, the host's and the mapped weights in its one RAM, each page once
     pool_bytes: int = 0
+    decode_ts: float | None = None  # predicted decode t/s at n_ctx on the named card(s) (jobs.fit.speed); None: unnamed
 
     @property
     def pooled(self) -> bool:
@@ -195,12 +196,21 @@ RAM_READ_SLACK = 0.02
 RAM_READ_SLACK_MIN = 256 * 2**20
 
 
+SPEED_SLACK = 0.03  # rows within this share of the fastest predicted decode are alike: the better KV type wins
+
+
 def recommend(rows: list[FitRow]) -> FitRow | None:
-    """The fitting row expected to decode fastest, giving up the least: the rows whose tokens read the fewest weight
-    bytes from system RAM (within a slack), then the better KV type, all-on-card, experts, fewer layers in RAM."""
+    """The fitting row expected to decode fastest, giving up the least. Where the card is named, its predicted decode
+    t/s at n_ctx (roofline's model): the rows within SPEED_SLACK of the fastest; else the rows whose tokens read the
+    fewest weight bytes from system RAM (within a slack). Then the better KV type, all-on-card, experts, fewer layers
+    in RAM."""
     fitting = [r for r in rows if r.fits]
     if not fitting:
         return None
+    if all(r.decode_ts for r in fitting):
+        fastest = max(r.decode_ts for r in fitting)
+        fitting = [r for r in fitting if r.decode_ts >= fastest * (1 - SPEED_SLACK)]
+        return min(fitting, key=quality)
     least = min(r.ram_read_bytes for r in fitting)
     weights = max(r.parts.weights + r.host.weights for r in fitting)
     slack = max(RAM_READ_SLACK_MIN, round(RAM_READ_SLACK * weights))

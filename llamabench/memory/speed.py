@@ -1,32 +1,33 @@
-"""What one decoded token must read and compute, and a two-ceiling speed model built on it. Pure.
+"""What a token reads and computes: a decoded token at a depth, a ubatch of a prompt at a depth. Pure.
 
-Bytes per decoded token at depth d:
-- active weights: every per-layer tensor but the routed experts, plus `expert_used_count /
-  expert_count` of the routed experts, plus the output matrix (token_embd again when tied);
-  the input embedding lookup reads one row and is left out;
-- KV read: each full-attention layer's K and V rows for d cells, each SWA layer's for
-  min(d, window), MLA's compressed row for d cells;
-- recurrent state: read and written once (2x its bytes).
-Attention work at depth d: 4 x n_head x head_dim FLOPs per cached cell and layer (Q.K and P.V).
+`ModelWork` holds what a model's tokens cost independent of the depth, from its tensors and its layer layout:
+- the weight bytes: the per-layer tensors every token reads (dense), the routed experts (all of them; a decoded
+  token reads `expert_used / expert_count` of them, a ubatch every expert one of its tokens picks), the output
+  matrix (token_embd where tied). The input embedding lookup reads one row and is left out; an MTP (NextN) layer
+  counts only where llama-server runs it (--spec-type draft-mtp);
+- the matrix products: 2 FLOPs per weight a token multiplies by, the same classes;
+- the attention of each layer that attends over a cache: its K and V row widths, its window (SWA), and 2 x n_head
+  x (K + V head width) FLOPs per cached cell (Q.K and P.V; MLA: the compressed row as K, its first kv_lora_rank
+  elements as V, llama.cpp's absorbed form); a layer that shares another's cache reads that one;
+- the recurrent state, read and written once a decoded token (2x its bytes), and in a prompt updated token after
+  token (its elements, the scan); the layers run (a kernel launch each).
 
-Time per token = bytes / bandwidth + attention FLOPs / compute. Both ceilings come from the machine
-(a measured copy bandwidth, a card's published figures) times efficiency factors, or are
-calibrated from two measured depths (`calibrate`).
+`decode_cost` and `ubatch_cost` turn it into the bytes and FLOPs of one step; `memory.speed_model` prices them on a
+machine. A ubatch multiplies every matrix by its tokens at once: a routed expert sees only the tokens that picked
+it (n x used / count), which is why its products run below a dense matrix's rate (`matmul_small_flops`: FLOPs
+divided by those tokens). Causal attention over a ubatch at start depth s: each token attends to s + its place.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..core import cache_types
 from ..model.geometry import LayerKind, ModelGeometry
+from ..model.gguf_keys import KV_LORA_RANK
 from ..model.weights import WeightsBreakdown, breakdown, classify
-from ..settings.cards import CARDS, PREFILL_PP512, PREFILL_SOURCE, Card, card  # noqa: F401 - the card table, as roofline reads it
 from ..settings.params import Params
-
-BANDWIDTH_EFFICIENCY = 0.70  # llama.cpp decode usually reaches 60-80% of a GPU's peak bandwidth (stated default)
-COMPUTE_EFFICIENCY = 0.30  # attention at depth reaches a fraction of the FP32 peak (stated default)
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,220 @@ class TokenCost:
     kv_bytes: int
     recurrent_bytes: int
     attention_flops: int
+    matmul_flops: int = 0  # its matrix-vector products (a CPU's decode is bound by them)
+    layers: int = 0  # layers run: a kernel launch and a sync each
+    attention_scores: int = 0  # query head x cell pairs: one softmax exponential each
 
     @property
     def total_bytes(self) -> int:
         return self.weights_bytes + self.kv_bytes + self.recurrent_bytes
 
 
+@dataclass(frozen=True)
+class UbatchCost:
+    """One ubatch of a prompt: n tokens at once, the first at `depth`."""
+
+    n_tokens: int
+    depth: int
+    weights_bytes: int  # every weight the ubatch touches, read once
+    kv_bytes: int  # the cache rows it writes and reads (small beside the FLOPs)
+    matmul_flops: int
+    matmul_small_flops: float  # sum over matrices of their FLOPs / the tokens each multiplies at once
+    attention_flops: int
+    state_elements: int = 0  # recurrent state elements its tokens update, one after another (the scan)
+    layers: int = 0
+    attention_scores: int = 0  # query head x cell pairs: one softmax exponential each
+
+
+@dataclass(frozen=True)
+class AttentionLayer:
+    k_bytes_per_cell: int  # with the run's K type
+    v_bytes_per_cell: int
+    window: int  # SWA: the cells it attends to at most; 0: every cell
+    flops_per_cell: int
+    heads: int  # query heads: a softmax score per head and cell
+
+
+@dataclass(frozen=True)
+class ModelWork:
+    """What a model's tokens read and compute beside the depth (the module's text)."""
+
+    dense_bytes: int
+    expert_bytes: int
+    output_bytes: int
+    dense_flops: int  # per token, every per-layer matrix but the routed experts
+    expert_flops: int  # per token if it used every routed expert
+    output_flops: int
+    expert_used: int
+    expert_count: int
+    state_bytes: int  # recurrent state read and written per token (2x its bytes)
+    state_elements: int  # recurrent state elements a token updates (every recurrent layer's R and S)
+    n_layer: int
+    n_embd: int
+    n_ctx_train: int
+    # (layer, k width, v width, window, flops per cell, query heads) of each layer that attends over a cache
+    attention: tuple[tuple[int, int, int, int, int, int], ...]
+    mtp: bool = False  # the NextN layers run too (--spec-type draft-mtp)
+
+    @property
+    def expert_share(self) -> float:
+        return self.expert_used / self.expert_count if self.expert_count else 1.0
+
+    @property
+    def decode_weight_bytes(self) -> int:
+        return self.dense_bytes + round(self.expert_bytes * self.expert_share) + self.output_bytes
+
+    @property
+    def all_weight_bytes(self) -> int:
+        return self.dense_bytes + self.expert_bytes + self.output_bytes
+
+    def layers_of(self, settings: Params) -> tuple[AttentionLayer, ...]:
+        return tuple(AttentionLayer(cache_types.row_bytes(settings.type_k, k),
+                                    cache_types.row_bytes(settings.type_v, v) if v else 0, w, f, h)
+                     for _, k, v, w, f, h in self.attention)
+
+
+def model_work(meta, geometry: ModelGeometry, weights: WeightsBreakdown, *, mtp: bool = False) -> ModelWork:
+    """A model's work from its tensor infos (FLOPs: element counts), `weights` (bytes: the file's, or a published size
+    spread over them) and its geometry. `mtp`: the NextN layers run too (llama-server --spec-type draft-mtp)."""
+    skip = set() if mtp else {layer.index for layer in geometry.mtp_layers}
+    names = {t.name for t in meta.tensors}
+    tied = "output.weight" not in names
+    dense_bytes = expert_bytes = 0
+    for il, classes in weights.per_layer.items():
+        if il in skip:
+            continue
+        for cls, n in classes.items():
+            if cls == "routed_experts":
+                expert_bytes += n
+            else:
+                dense_bytes += n
+    flops = {"dense": 0, "experts": 0, "output": 0}
+    for t in meta.tensors:
+        if sum(1 for d in t.shape if d > 1) < 2:
+            continue  # a vector: norms, biases
+        il, cls = classify(t.name)
+        if il in skip or (cls == "embeddings" and not tied):
+            continue
+        part = "output" if il is None else "experts" if cls == "routed_experts" else "dense"
+        flops[part] += 2 * math.prod(t.shape)
+    elements = geometry.recurrent_r_width + geometry.recurrent_s_width
+    recurrent = len([x for x in geometry.recurrent_layers if x.index not in skip])
+    return ModelWork(dense_bytes, expert_bytes, weights.output_layer_bytes, flops["dense"], flops["experts"],
+                     flops["output"], meta.arch_count("expert_used_count"), meta.arch_count("expert_count"),
+                     2 * elements * cache_types.F32_BYTES * recurrent, elements * recurrent,
+                     geometry.n_layer - len(skip), geometry.n_embd, geometry.n_ctx_train,
+                     _attention(meta, geometry, skip), mtp)
+
+
+def _attention(meta, geometry: ModelGeometry, skip: set[int]) -> tuple:
+    """(layer, k width, v width, window, flops per cell, query heads) of every layer that attends over a cache."""
+    by_index = {layer.index: layer for layer in (*geometry.layers, *geometry.mtp_layers)}
+    out = []
+    for layer in (*geometry.layers, *geometry.mtp_layers):
+        if layer.index in skip:
+            continue
+        source = by_index.get(layer.kv_from) if layer.kind is LayerKind.SHARED else layer
+        if source is None or not source.has_kv or not source.k_width:
+            continue
+        heads = max(1, source.n_head_kv)
+        k_head = source.k_width // heads
+        if source.kind is LayerKind.MLA:
+            rank = meta.arch_count(KV_LORA_RANK) if KV_LORA_RANK else 0
+            v_head = rank if 0 < rank < k_head else k_head
+        else:
+            v_head = source.v_width // heads if source.v_width else k_head
+        window = geometry.n_swa if source.kind is LayerKind.SWA else 0
+        out.append((layer.index, source.k_width, source.v_width, window, 2 * geometry.n_head * (k_head + v_head),
+                    geometry.n_head))
+    return tuple(out)
+
+
+def decode_cost(work: ModelWork, settings: Params, depth: int, *, output: bool = True) -> TokenCost:
+    """The token decoded at `depth`: its active weights, the KV rows of every cell it attends to, the state;
+    `output` off: a prompt token that asks for no logits (no output matrix)."""
+    kv = flops = scores = 0
+    for layer in work.layers_of(settings):
+        cells = min(depth, layer.window) if layer.window else depth
+        kv += (layer.k_bytes_per_cell + layer.v_bytes_per_cell) * cells
+        flops += layer.flops_per_cell * cells
+        scores += layer.heads * cells
+    matmul = work.dense_flops + round(work.expert_flops * work.expert_share) + (work.output_flops if output else 0)
+    weights = work.decode_weight_bytes - (0 if output else work.output_bytes)
+    return TokenCost(depth, weights, kv, work.state_bytes, flops, matmul, work.n_layer, scores)
+
+
+def full_gqa_cost(geometry: ModelGeometry, settings: Params, work: ModelWork, depth: int) -> TokenCost:
+    """The counterfactual: the same weights with every mixer layer a full-attention layer of this model."""
+    row = (cache_types.row_bytes(settings.type_k, geometry.full_attention_k_width)
+           + cache_types.row_bytes(settings.type_v, geometry.full_attention_v_width))
+    n = len(geometry.mixer_layers)
+    per_cell = 2 * geometry.n_head * 2 * _head_width(geometry)
+    return TokenCost(depth, work.decode_weight_bytes, row * depth * n, 0, per_cell * depth * n,
+                     work.dense_flops + round(work.expert_flops * work.expert_share) + work.output_flops, work.n_layer)
+
+
+def _head_width(geometry: ModelGeometry) -> int:
+    cached = [layer for layer in geometry.cached_layers if layer.n_head_kv]
+    if not cached:
+        return 0
+    layer = max(cached, key=lambda x: x.k_width)
+    return layer.k_width // layer.n_head_kv
+
+
+def expert_hit_share(work: ModelWork, n_tokens: int) -> float:
+    """The share of the routed experts at least one of n tokens picks (each picks used of count, taken as
+    independent): 1 - (1 - used / count)^n."""
+    if not work.expert_count:
+        return 1.0
+    return 1.0 - (1.0 - work.expert_share) ** n_tokens
+
+
+def ubatch_cost(work: ModelWork, settings: Params, depth: int, n_tokens: int) -> UbatchCost:
+    """A ubatch of `n_tokens` prompt tokens after `depth` cached ones: every dense weight and the experts its tokens
+    pick, read once; each token's matrix products (the output matrix left out: llama-bench's prompt asks for the
+    last token's logits only); the causal attention over the cells before each token; the KV rows it writes."""
+    n = max(1, n_tokens)
+    share = work.expert_share
+    weights = work.dense_bytes + round(work.expert_bytes * expert_hit_share(work, n))
+    expert_tokens = max(1.0, n * share) if work.expert_count else n
+    matmul = n * (work.dense_flops + round(work.expert_flops * share))
+    small = n * work.dense_flops / n + n * work.expert_flops * share / expert_tokens
+    kv = flops = scores = 0
+    for layer in work.layers_of(settings):
+        row = layer.k_bytes_per_cell + layer.v_bytes_per_cell
+        kv += row * (n + min(depth + n, layer.window or depth + n))  # writes its rows, reads the cells once a ubatch
+        pairs = _attended(depth, n, layer.window)
+        flops += layer.flops_per_cell * pairs
+        scores += layer.heads * pairs
+    return UbatchCost(n, depth, weights, kv, matmul, small, flops, n * work.state_elements, work.n_layer, scores)
+
+
+def _attended(depth: int, n: int, window: int) -> int:
+    """Query-cell pairs of n tokens after `depth` cached ones, causal: token i attends to depth + i + 1 cells
+    (at most `window` where it is one)."""
+    full = n * depth + n * (n + 1) // 2
+    if not window:
+        return full
+    # sum over i of min(window, depth + i + 1)
+    first_capped = max(0, window - depth - 1)  # tokens before the window binds
+    below = min(n, first_capped)
+    return below * depth + below * (below + 1) // 2 + (n - below) * window
+
+
+def ubatches(settings: Params, n_prompt: int, depth: int) -> list[tuple[int, int]]:
+    """(start depth, tokens) of each ubatch of an n_prompt prompt after `depth` cached tokens: llama.cpp splits a
+    batch into ubatches of n_ubatch (capped at n_batch)."""
+    size = max(1, min(settings.n_ubatch, settings.n_batch))
+    out, start, left = [], depth, n_prompt
+    while left > 0:
+        n = min(size, left)
+        out.append((start, n))
+        start, left = start + n, left - n
+    return out
+
+
+# weights ------------------------------------------------------------------------------------------
 def active_weight_bytes(weights: WeightsBreakdown, expert_used: int, expert_count: int) -> int:
     """Weights one decoded token reads: dense tensors, shared experts, the used share of routed experts, output."""
     share = expert_used / expert_count if expert_count else 1.0
@@ -64,213 +273,20 @@ class WeightsScale:
     by_bytes: bool = False
 
 
+def weights_of(meta, geometry: ModelGeometry, scale: WeightsScale = WeightsScale(),
+               basis: str = "") -> WeightsBreakdown:
+    """The weights breakdown of a model's tensor infos (a published size spread over them where `scale` says)."""
+    recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
+    return breakdown(meta.tensors, geometry.n_layer, recurrent, basis=basis, scale_to_bytes=scale.bytes,
+                     by_bytes=scale.by_bytes)
+
+
 def weights_per_token(meta, geometry: ModelGeometry, *, scale_to_bytes: int | None = None, by_bytes: bool = False,
                       basis: str = "") -> tuple[WeightsBreakdown, int]:
-    """The weights breakdown of a model's tensor infos and the bytes one decoded token reads of them (a published
-    size spread over the tensors by count, or `by_bytes` by their bytes in their types)."""
-    recurrent = {layer.index for layer in geometry.layers if layer.has_recurrent_state}
-    weights = breakdown(meta.tensors, geometry.n_layer, recurrent, basis=basis, scale_to_bytes=scale_to_bytes,
-                        by_bytes=by_bytes)
-    return weights, active_weight_bytes(weights, meta.arch_count("expert_used_count"), meta.arch_count("expert_count"))
-
-
-def _head_dims(geometry: ModelGeometry) -> int:
-    """n_head x head_dim of an attention layer: the width Q.K and P.V run over per cached cell."""
-    cached = [layer for layer in geometry.cached_layers if layer.n_head_kv]
-    if not cached:
-        return 0
-    layer = max(cached, key=lambda x: x.k_width)
-    return geometry.n_head * (layer.k_width // layer.n_head_kv)
-
-
-def token_cost(geometry: ModelGeometry, settings: Params, active_weights: int, depth: int,
-               *, as_full_gqa: bool = False) -> TokenCost:
-    """Bytes and attention FLOPs of the token decoded at `depth`; `as_full_gqa`: every mixer layer full attention."""
-    head_dims = _head_dims(geometry)
-    kv = flops = 0
-    if as_full_gqa:
-        row = (cache_types.row_bytes(settings.type_k, geometry.full_attention_k_width)
-               + cache_types.row_bytes(settings.type_v, geometry.full_attention_v_width))
-        n = len(geometry.mixer_layers)
-        return TokenCost(depth, active_weights, row * depth * n, 0, 4 * head_dims * depth * n)
-    for layer in geometry.cached_layers:
-        cells = min(depth, geometry.n_swa) if layer.kind is LayerKind.SWA else depth
-        k = cache_types.row_bytes(settings.type_k, layer.k_width)
-        v = cache_types.row_bytes(settings.type_v, layer.v_width) if layer.v_width else 0
-        kv += (k + v) * cells
-        flops += 4 * head_dims * cells
-    state = (geometry.recurrent_r_width + geometry.recurrent_s_width) * cache_types.F32_BYTES
-    recurrent = 2 * state * len(geometry.recurrent_layers)
-    return TokenCost(depth, active_weights, kv, recurrent, flops)
-
-
-def prefill_cost(geometry: ModelGeometry, settings: Params, all_weights: int, active_weights: int,
-                 depth: int, n_tokens: int) -> TokenCost:
-    """Per prompt token of a pp test at `depth`: every weight once per ubatch (a ubatch of hundreds of tokens
-    touches nearly all experts), the attention over the cells before it, the KV row it writes."""
-    n_ubatch = max(1, min(settings.n_ubatch, settings.n_batch, n_tokens))  # llama.cpp caps n_ubatch at n_batch
-    ubatches = -(-n_tokens // n_ubatch)
-    weights = round(max(all_weights, active_weights) * ubatches / n_tokens)
-    middle = token_cost(geometry, settings, 0, depth + n_tokens // 2)
-    per_cell_kv = sum(cache_types.row_bytes(settings.type_k, layer.k_width)
-                      + (cache_types.row_bytes(settings.type_v, layer.v_width) if layer.v_width else 0)
-                      for layer in geometry.cached_layers)
-    return TokenCost(depth, weights, round(middle.kv_bytes / n_ubatch) + per_cell_kv,
-                     round(middle.recurrent_bytes / n_ubatch), middle.attention_flops)
-
-
-def test_cost(geometry: ModelGeometry, settings: Params, all_weights: int, active_weights: int,
-              kind: str, depth: int, n_tokens: int) -> TokenCost:
-    """The average token of a llama-bench test: tg at its middle depth, pp per prompt token."""
-    if kind == "pp":
-        return prefill_cost(geometry, settings, all_weights, active_weights, depth, n_tokens)
-    return token_cost(geometry, settings, active_weights, depth + n_tokens // 2)
-
-
-@dataclass(frozen=True)
-class SpeedModel:
-    bandwidth: float  # bytes/s the decode reaches (peak x efficiency, or calibrated)
-    compute: float  # FLOP/s the attention reaches
-    basis: str  # where the two numbers come from, in words
-    prefill: float | None = None  # FLOP/s of a prompt's matrix products in a ubatch; None: no figure for it
-    prefill_basis: str = ""
-    prefill_attention: float | None = None  # FLOP/s of a prompt's attention (None: `compute`, the decode's)
-
-    def prefill_seconds(self, cost: TokenCost, matmul_flops: int) -> float:
-        """One prompt token of a ubatch: its share of the bytes, its matrix products and its attention."""
-        attention = self.prefill_attention or self.compute
-        return cost.total_bytes / self.bandwidth + cost.attention_flops / attention + matmul_flops / self.prefill
-
-    def seconds(self, cost: TokenCost) -> float:
-        return cost.total_bytes / self.bandwidth + cost.attention_flops / self.compute
-
-    def tokens_per_second(self, cost: TokenCost) -> float:
-        return 1.0 / self.seconds(cost)
-
-
-def calibrate(a: TokenCost, ts_a: float, b: TokenCost, ts_b: float) -> SpeedModel:
-    """The bandwidth and compute that make the model hit two measured decode speeds exactly.
-
-    t = bytes / BW + flops / F is linear in (1/BW, 1/F): two depths give two equations. Where they
-    are degenerate or give a negative term, the whole time is put on the bytes.
-    """
-    ta, tb = 1.0 / ts_a, 1.0 / ts_b
-    det = a.total_bytes * b.attention_flops - b.total_bytes * a.attention_flops
-    if det:
-        inv_bw = (ta * b.attention_flops - tb * a.attention_flops) / det
-        inv_f = (a.total_bytes * tb - b.total_bytes * ta) / det
-        if inv_bw > 0 and inv_f > 0:
-            return SpeedModel(1 / inv_bw, 1 / inv_f, f"calibrated on tg at depths {a.depth} and {b.depth}")
-    return SpeedModel(a.total_bytes / ta, float("inf"), f"calibrated on tg at depth {a.depth} (bytes only)")
-
-
-def model_for_card(c: Card, *, bandwidth_efficiency: float = BANDWIDTH_EFFICIENCY,
-                   compute_efficiency: float = COMPUTE_EFFICIENCY) -> SpeedModel:
-    rate, basis = prefill_rate(c, bandwidth_efficiency, compute_efficiency)
-    return SpeedModel(c.bandwidth_gbps * 1e9 * bandwidth_efficiency, c.fp32_tflops * 1e12 * compute_efficiency,
-                      f"{c.name}: {c.bandwidth_gbps:g} GB/s x {bandwidth_efficiency:g}, "
-                      f"{c.fp32_tflops:g} FP32 TFLOPS x {compute_efficiency:g} ({c.source})", rate, basis)
-
-
-# prefill ----------------------------------------------------------------------------------------
-# The published reference run (settings.cards.PREFILL_PP512): Llama 3 8B, whose every prompt token multiplies by
-# 32 x (4096x4096 + 2 x 4096x1024 + 4096x4096 + 3 x 4096x14336) weights plus the 4096x128256 output matrix,
-# 2 FLOPs each; its Q4_K_M file is 4.58 GiB; pp512's middle token attends over 256 cells of 32 layers of 32 x 128.
-REFERENCE_MATMUL_FLOPS = 2 * (32 * (2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336) + 4096 * 128256)
-REFERENCE_WEIGHT_BYTES = round(4.58 * 2**30)
-REFERENCE_ATTENTION_FLOPS = 4 * 32 * 128 * 256 * 32
-REFERENCE_UBATCH = 512
-
-
-def _reference_rate(c: Card, pp512: float, bandwidth_efficiency: float, compute_efficiency: float) -> float | None:
-    """The FLOP/s of the matrix products that make this model hit the card's published pp512 exactly: its time per
-    token less the weights read once per ubatch and the attention, both as the model prices them."""
-    matmul_s = (1 / pp512 - REFERENCE_WEIGHT_BYTES / REFERENCE_UBATCH / (c.bandwidth_gbps * 1e9 * bandwidth_efficiency)
-                - REFERENCE_ATTENTION_FLOPS / (c.fp32_tflops * 1e12 * compute_efficiency))
-    return REFERENCE_MATMUL_FLOPS / matmul_s if matmul_s > 0 else None
-
-
-def prefill_rate(c: Card, bandwidth_efficiency: float = BANDWIDTH_EFFICIENCY,
-                 compute_efficiency: float = COMPUTE_EFFICIENCY) -> tuple[float | None, str]:
-    """The card's matrix-product FLOP/s in a prompt, and its basis: its own published pp512, or the lowest ratio to
-    the FP32 figure of a measured card of its backend (of any measured card where its backend has none)."""
-    if c.id in PREFILL_PP512:
-        rate = _reference_rate(c, PREFILL_PP512[c.id], bandwidth_efficiency, compute_efficiency)
-        return rate, f"from the card's published pp512, {PREFILL_PP512[c.id]:,.0f} t/s ({PREFILL_SOURCE})"
-    ratios = {}
-    for ref in (card(i) for i in PREFILL_PP512):
-        rate = _reference_rate(ref, PREFILL_PP512[ref.id], bandwidth_efficiency, compute_efficiency)
-        if rate:
-            ratios.setdefault(ref.backend, []).append((rate / (ref.fp32_tflops * 1e12), ref.id))
-    pool = ratios.get(c.backend) or [r for rs in ratios.values() for r in rs]
-    if not pool:
-        return None, ""
-    ratio, ref_id = min(pool)
-    return (c.fp32_tflops * 1e12 * ratio,
-            f"{c.fp32_tflops:g} FP32 TFLOPS x {ratio:.2f}, the lowest such ratio of a card with a published pp512: "
-            f"{ref_id}, {PREFILL_SOURCE}")
-
-
-def calibrate_prefill(model: SpeedModel, matmul: int, lo: tuple[TokenCost, float, int],
-                      hi: tuple[TokenCost, float, int]) -> SpeedModel:
-    """`model` with the prefill that hits two measured pp tests (a prompt token's cost, its t/s, the test's length)
-    exactly: time per prompt token = bytes / bandwidth + matmul / R_m + attention / R_a, linear in 1/R_m and 1/R_a.
-    At one depth (or where two give a negative term): R_m alone, the attention at the decode's compute. Unchanged
-    where the bytes alone take the whole time."""
-    def rest(cost: TokenCost, ts: float) -> float:
-        return 1 / ts - cost.total_bytes / model.bandwidth
-
-    (c_lo, ts_lo, n), (c_hi, ts_hi, _) = lo, hi
-    t_lo, t_hi = rest(c_lo, ts_lo), rest(c_hi, ts_hi)
-    if c_hi.attention_flops != c_lo.attention_flops:
-        inv_a = (t_hi - t_lo) / (c_hi.attention_flops - c_lo.attention_flops)
-        inv_m = (t_lo - c_lo.attention_flops * inv_a) / matmul
-        if inv_a > 0 and inv_m > 0:
-            return replace(model, prefill=1 / inv_m, prefill_attention=1 / inv_a,
-                           prefill_basis=f"calibrated on pp{n} at depths {c_lo.depth} and {c_hi.depth} "
-                                         f"({ts_lo:.1f} and {ts_hi:.1f} t/s)")
-    matmul_s = t_lo - c_lo.attention_flops / model.compute
-    if matmul_s <= 0:
-        return model
-    return replace(model, prefill=matmul / matmul_s,
-                   prefill_basis=f"calibrated on pp{n} at depth {c_lo.depth} ({ts_lo:.1f} t/s), attention as the "
-                                 "decode's")
-
-
-def matmul_flops(meta, geometry: ModelGeometry) -> int:
-    """FLOPs of the matrix products one prompt token runs: 2 per weight it multiplies by, every matrix of the
-    layers (expert_used / expert_count of the routed experts) and the output matrix (token_embd where tied); not
-    the embedding lookup, the vectors (norms, biases) or an MTP layer, which the main pass leaves out."""
-    used, count = meta.arch_count("expert_used_count"), meta.arch_count("expert_count")
-    share = used / count if count else 1.0
-    skip = {layer.index for layer in geometry.mtp_layers}
-    tied = not any(t.name == "output.weight" for t in meta.tensors)
-    total = 0.0
-    for t in meta.tensors:
-        if sum(1 for d in t.shape if d > 1) < 2:
-            continue
-        il, cls = classify(t.name)
-        if il in skip or (cls == "embeddings" and not tied):
-            continue
-        n = math.prod(t.shape)
-        total += n * share if cls == "routed_experts" else n
-    return 2 * round(total)
-
-
-def prefill_seconds(geometry: ModelGeometry, settings: Params, all_weights: int, active_weights: int, matmul: int,
-                    model: SpeedModel, n_prompt: int, depth: int = 0) -> float | None:
-    """Seconds to prefill `n_prompt` tokens onto `depth` cached ones, a ubatch at a time: each ubatch reads every
-    weight once, runs its tokens' matrix products and their attention over the cells before them, and writes
-    their KV rows. None where the model has no prefill figure."""
-    if not model.prefill:
-        return None
-    seconds, start, left = 0.0, depth, n_prompt
-    while left > 0:
-        n = min(max(1, min(settings.n_ubatch, settings.n_batch)), left)  # llama.cpp caps n_ubatch at n_batch
-        per_token = prefill_cost(geometry, settings, all_weights, active_weights, start, n)
-        seconds += n * model.prefill_seconds(per_token, matmul)
-        start, left = start + n, left - n
-    return seconds
+    """The weights breakdown and the bytes one decoded token reads of them, the MTP layer left out (it runs only
+    under --spec-type draft-mtp: `model_work(..., mtp=True)`)."""
+    weights = weights_of(meta, geometry, WeightsScale(scale_to_bytes, by_bytes), basis)
+    return weights, model_work(meta, geometry, weights).decode_weight_bytes
 
 
 def tg_groups(records) -> list[list]:
@@ -286,7 +302,7 @@ def tg_groups(records) -> list[list]:
     return sorted(ordered, key=len, reverse=True)
 
 
-# several cards: the layer split's decode time ---------------------------------------------------
+# several devices: what each layer of a decoded token reads ----------------------------------------
 PCIE_LINK_GBPS = 16.0  # stated default between cards of one machine: PCIe 4.0 x16 (32 GB/s peak) at half
 ACTIVATION_BYTES = 4  # f32: what crosses a device boundary per token and embedding element
 
@@ -300,44 +316,29 @@ class Link:
     basis: str = ""
 
 
-def layer_token_costs(geometry: ModelGeometry, settings: Params, weights: WeightsBreakdown, expert_used: int,
-                      expert_count: int, depth: int) -> dict[int, TokenCost]:
-    """What the token decoded at `depth` reads per layer (index n_layer: the output layer), as `token_cost`
-    counts it for the whole model: each layer's active weights, KV rows and recurrent state."""
-    share = expert_used / expert_count if expert_count else 1.0
-    head_dims = _head_dims(geometry)
+def layer_token_costs(geometry: ModelGeometry, settings: Params, weights: WeightsBreakdown, work: ModelWork,
+                      depth: int) -> dict[int, TokenCost]:
+    """What the token decoded at `depth` reads per layer (index n_layer: the output layer), as `decode_cost` counts
+    it for the whole model: each layer's active weights, KV rows and recurrent state, one layer each."""
+    share = work.expert_share
     state = 2 * (geometry.recurrent_r_width + geometry.recurrent_s_width) * cache_types.F32_BYTES
     out: dict[int, TokenCost] = {}
-    cached = {layer.index: layer for layer in geometry.cached_layers}
     recurrent = {layer.index for layer in geometry.recurrent_layers}
+    skip = set() if work.mtp else {layer.index for layer in geometry.mtp_layers}
+    attends = {x[0]: layer for x, layer in zip(work.attention, work.layers_of(settings))}
+    layer_bytes = work.dense_bytes + work.expert_bytes * share
+    flops_per_byte = (work.dense_flops + work.expert_flops * share) / layer_bytes if layer_bytes else 0.0
     for il in range(weights.n_layer):
+        if il in skip:
+            continue
         w = sum(round(n * share) if cls == "routed_experts" else n for cls, n in weights.per_layer.get(il, {}).items())
-        kv = flops = 0
-        if il in cached:
-            layer = cached[il]
-            cells = min(depth, geometry.n_swa) if layer.kind is LayerKind.SWA else depth
-            kv = (cache_types.row_bytes(settings.type_k, layer.k_width)
-                  + (cache_types.row_bytes(settings.type_v, layer.v_width) if layer.v_width else 0)) * cells
-            flops = 4 * head_dims * cells
-        out[il] = TokenCost(depth, w, kv, state if il in recurrent else 0, flops)
-    out[weights.n_layer] = TokenCost(depth, weights.output_layer_bytes, 0, 0, 0)
+        kv = flops = scores = 0
+        if il in attends:
+            layer = attends[il]
+            cells = min(depth, layer.window) if layer.window else depth
+            kv = (layer.k_bytes_per_cell + layer.v_bytes_per_cell) * cells
+            flops, scores = layer.flops_per_cell * cells, layer.heads * cells
+        # the layer's matrix-vector FLOPs: its share of the model's, by its bytes
+        out[il] = TokenCost(depth, w, kv, state if il in recurrent else 0, flops, round(w * flops_per_byte), 1, scores)
+    out[weights.n_layer] = TokenCost(depth, weights.output_layer_bytes, 0, 0, 0, work.output_flops, 0)
     return out
-
-
-def split_seconds(costs: dict[int, TokenCost], devices: tuple[int | None, ...], models: tuple[SpeedModel, ...],
-                  link: Link, n_embd: int) -> tuple[float, tuple[float, ...]]:
-    """Seconds per decoded token over a layer split (`layer_split.layer_devices`), and each card's share.
-
-    A decoded token passes the cards one after another (pipeline parallelism overlaps only the ubatches of a
-    prompt): each card reads its own layers' bytes at its own bandwidth, and each hop from one device to
-    the next moves the token's activations (n_embd f32) over the link and pays its latency.
-    """
-    per_card = [0.0] * len(models)
-    for il, cost in costs.items():
-        d = devices[il] if il < len(devices) else None
-        if d is not None:
-            per_card[d] += models[d].seconds(cost)
-    used = [d for d in dict.fromkeys(x for x in devices if x is not None)]
-    hops = max(0, len(used) - 1)
-    transfer = hops * (n_embd * ACTIVATION_BYTES / link.bandwidth + link.latency_s)
-    return sum(per_card) + transfer, tuple(per_card)

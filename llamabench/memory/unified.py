@@ -12,7 +12,10 @@ The lines (llama.cpp's Metal and Vulkan backends, old builds and new):
   ggml_vulkan: Device memory allocation of size 4697620480 failed.
 The rule (the fit's): the device's buffers within its ceiling (Metal's working set; a Vulkan or CUDA device's
 reported memory), and no single Vulkan allocation past the driver's maxMemoryAllocationSize. Metal maps the GGUF
-into its buffer once per model it loads from the file: an MTP draft's partial load of the same file maps it again.
+into its buffer once per model it loads from the file. Builds of May 2026 loaded an MTP draft as a partial second model
+of the same file ("partial load ... sibling model on the same .gguf" in the log): that maps it again, and a log that
+says so is read so. The vendored build creates the MTP context on the target model's own weights
+(common/speculative.cpp, "creating MTP draft context against the target model"): the fit maps nothing twice.
 """
 
 from __future__ import annotations

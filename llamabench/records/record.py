@@ -90,12 +90,13 @@ class Record:
 # made them ints below 2**63 and finite floats. Every number is >= 0 but those named here as possibly negative;
 # those named positive are > 0 (what a speed, a time or a division is made of).
 MAY_BE_NEGATIVE = frozenset({"prio", "cache_ram_mib", "rss_delta", "gpu_delta", "kld_mean", "kld_p99", "kld_max",
-                             "PlacementCheck.budget"})  # a card smaller than its reserve: below 0
+                             "PlacementCheck.budget",  # a card smaller than its reserve: below 0
+                             "Band.low", "Band.high"})  # residuals of held-out runs: predicted / measured - 1
 POSITIVE = frozenset({"samples_ns", "n_tokens", "repetitions", "concurrency", "slots", "tok_s", "full_gqa_tok_s",
-                      "measured_tok_s", "split_tok_s", "SpeedModel.bandwidth", "SpeedModel.compute", "peak_gbps",
+                      "measured_tok_s", "split_tok_s", "avg_ts", "Machine.bandwidth", "Machine.fp32", "peak_gbps",
                       "copy_gbps", "triad_gbps",
                       "Roofline.weights_bytes", "Roofline.bytes_per_token", "Roofline.full_gqa_bytes_per_token",
-                      "RooflineRow.bytes_per_token", "RooflineRow.full_gqa_bytes_per_token",
+                      "RooflineRow.full_gqa_bytes_per_token",
                       "weights_read_per_token"})
 CONTEXT_MAX = 2**32  # llama.cpp's n_ctx is a uint32_t: contexts, depths and token counts stay below it
 CONTEXTS = frozenset({"n_ctx", "n_ctx_seq", "n_ctx_train", "depth", "n_tokens", "max_n_ctx", "contexts", "cells",

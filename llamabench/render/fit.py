@@ -67,6 +67,7 @@ def max_ctx_text(row: FitRow, n_ctx_train: int) -> str:
 def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
     """The columns of a fit table; the mmproj column only where a projector is on the card (CSV: always)."""
     mm = frozenset({"table"}) if projector else frozenset()
+    speed = frozenset({"table"}) if any(r.decode_ts for r in result.rows) else frozenset()
     return (
         Field("budget", "card", lambda r: r.budget_label, views=frozenset()),
         Field("budget_bytes", "budget", lambda r: r.budget_bytes, views=frozenset()),
@@ -89,6 +90,7 @@ def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
         Field("fits", "fits", fits_text),
         Field("max_n_ctx_text", "max n_ctx", lambda r: max_ctx_text(r, result.n_ctx_train), align="r", csv=False),
         Field("max_n_ctx", "max n_ctx", lambda r: r.max_n_ctx or None, views=frozenset()),
+        Field("decode_ts", "tg t/s (est.)", lambda r: r.decode_ts, lambda v: f"{v:.1f}", "r", speed),
         Field("command", "command", lambda r: run_line(result, r), views=frozenset()),
     )
 

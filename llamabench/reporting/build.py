@@ -12,7 +12,7 @@ from pathlib import Path
 from ..core.errors import LlamabenchError
 from ..core.safe_text import shown_path
 from ..core.units import MIB
-from ..memory import speed
+from ..memory import speed, speed_fit
 from ..memory.footprint import KvPoint, compute_footprint, kv_curve
 from ..memory.inspection import Inspection, f16_kv_bytes_per_token
 from ..memory.placement import PlacementKind
@@ -101,28 +101,36 @@ def _cost(r: BenchRecord) -> speed.TokenCost:
 
 
 def roofline_series(bench: list) -> list[dict]:
-    """Per machine and configuration with tg at two depths or more: the speed model calibrated on the
-    shallowest and deepest, its prediction at every measured depth, and the full-GQA counterfactual."""
+    """Per machine and configuration with tg at two depths or more: time per token = bytes / bandwidth + attention
+    FLOPs / compute, fitted on every measured depth bench did not mark noisy (non-negative least squares on the
+    relative error, `memory.speed_fit`; not an exact fit through two points), its prediction at every measured
+    depth, and the full-GQA counterfactual."""
     out = []
     for records in speed.tg_groups([r for r in bench if r.roofline and r.roofline.full_gqa_bytes_per_token]):
         if len(records) < 2:
             continue
         p = records[0].params
         machine, n_ctx, tk, tv = records[0].series, p.n_ctx, p.type_k, p.type_v
-        lo, hi = records[0], records[-1]
-        model = speed.calibrate(_cost(lo), lo.avg_ts, _cost(hi), hi.avg_ts)
+        kept = [r for r in records if not noisy(r)] or records
+        obs = [speed_fit.Observation({"bytes": _cost(r).total_bytes, "flops": _cost(r).attention_flops}, r.avg_ts,
+                                     machine, "", r.test.name) for r in kept]
+        fitted = speed_fit.fit(obs, ("bytes", "flops"))
 
-        def gqa(r):
-            return speed.TokenCost(r.test.depth, r.roofline.full_gqa_bytes_per_token, 0, 0,
-                                   r.roofline.full_gqa_attention_flops)
+        def tok_s(total_bytes: int, flops: int) -> float:
+            return 1 / (fitted["bytes"] * total_bytes + fitted["flops"] * flops)
 
-        points = [{"depth": r.test.depth, "measured": r.avg_ts, "predicted": model.tokens_per_second(_cost(r)),
-                   "calibrated": r is lo or r is hi, "noisy": noisy(r),
-                   "full_gqa": model.tokens_per_second(gqa(r)), "mbu": r.roofline.mbu,
-                   "bytes_per_token": r.roofline.bytes_per_token, "achieved_gbps": r.roofline.achieved_gbps}
+        left_out = len(records) - len(kept)
+        basis = (f"fitted on {len(kept)} measured depths" + (f" ({left_out} noisy left out)" if left_out else ""))
+        points = [{"depth": r.test.depth, "measured": r.avg_ts,
+                   "predicted": tok_s(_cost(r).total_bytes, _cost(r).attention_flops),
+                   "calibrated": r in kept, "noisy": noisy(r),
+                   "full_gqa": tok_s(r.roofline.full_gqa_bytes_per_token, r.roofline.full_gqa_attention_flops),
+                   "mbu": r.roofline.mbu, "bytes_per_token": r.roofline.bytes_per_token,
+                   "achieved_gbps": r.roofline.achieved_gbps}
                   for r in records]
-        out.append({"label": f"{machine}, n_ctx {n_ctx:,}, {tk}/{tv}", "basis": model.basis, "points": points,
-                    "line": points, "bandwidth_gbps": model.bandwidth / 1e9, "compute_tflops": model.compute / 1e12,
+        out.append({"label": f"{machine}, n_ctx {n_ctx:,}, {tk}/{tv}", "basis": basis, "points": points,
+                    "line": points, "bandwidth_gbps": 1 / fitted["bytes"] / 1e9 if fitted["bytes"] else math.inf,
+                    "compute_tflops": 1 / fitted["flops"] / 1e12 if fitted["flops"] else math.inf,
                     "peak_gbps": records[0].roofline.peak_gbps})
     return out
 
@@ -138,9 +146,8 @@ def _roofline_md(series: list[dict]) -> str:
                      f"({s['basis']}); measured peak bandwidth {s['peak_gbps']} GB/s\n")
         rows = [[f"{p['depth']:,}", f"{p['bytes_per_token'] / MIB:.1f}",
                  f"{p['measured']:.2f}" + (" (noisy)" if p.get("noisy") else ""),
-                 f"{p['predicted']:.2f}", ("calibrated here" + (" on a noisy point" if p.get("noisy") else ""))
-                 if p.get("calibrated")
-                 else f"{(p['predicted'] - p['measured']) / p['measured'] * 100:+.1f}%",
+                 f"{p['predicted']:.2f}", f"{(p['predicted'] - p['measured']) / p['measured'] * 100:+.1f}%"
+                 + ("" if p.get("calibrated") else " (left out)"),
                  "-" if p["mbu"] is None else f"{p['mbu'] * 100:.1f}%", f"{p['full_gqa']:.2f}"] for p in s["points"]]
         lines.append(render_markdown(["depth", "MiB/token", "measured t/s", "model t/s", "error", "MBU",
                                       "full GQA t/s (model)"], rows, align="rrrrrrr"))
@@ -296,9 +303,10 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
         lines += ["## Speed against the bytes each token reads", "",
                   "Each decoded token reads its active weights, the KV of every cached layer up to its depth (SWA "
                   "layers up to their window) and the recurrent state; the model time per token = bytes / bandwidth "
-                  "+ attention FLOPs / compute is calibrated on the shallowest and deepest measured depth and "
-                  "predicts the others. The full-GQA column is the same calibrated model with every mixer layer "
-                  "cached as full attention.", "", _roofline_md(series)]
+                  "+ attention FLOPs / compute is fitted on every measured depth bench did not mark noisy (least "
+                  "squares on the relative error, not an exact fit through two points); the error column says how "
+                  "far each measured depth lies from it. The full-GQA column is the same model with every mixer "
+                  "layer cached as full attention.", "", _roofline_md(series)]
         if "roofline" in plot_names:
             lines += ["![roofline](roofline.png)", ""]
     if results.quality_rows:

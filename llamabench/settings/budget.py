@@ -44,7 +44,7 @@ class UnifiedPool:
     weights together must fit the RAM less what the OS keeps."""
 
     ram: int  # the machine's physical RAM, bytes
-    backend: str  # metal, vulkan, cuda
+    backend: str  # metal, vulkan, rocm, cuda
     ceiling_basis: str  # where the device's ceiling comes from, in words
     os_reserve: int = DEFAULT_OS_RESERVE
 

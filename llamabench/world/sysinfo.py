@@ -152,3 +152,27 @@ def this_machine() -> Machine:
                    cpu_cores_physical=psutil.cpu_count(logical=False), ram_bytes=int(psutil.virtual_memory().total),
                    gpus=tuple(Gpu(g["name"], g["total_bytes"]) for g in gpus or ()), gpu_note=gpu_note(),
                    os=f"{platform.system()} {platform.release()}", python=platform.python_version())
+
+
+@dataclass(frozen=True)
+class CpuPeak:
+    """This CPU's FP32 vector peak: physical cores x clock x FLOPs per core and cycle (two FMA units of its widest
+    vectors: AVX-512 64, AVX2 32, NEON 16), the figure its efficiency is fitted against (settings.speed_rates)."""
+
+    flops: float
+    words: str
+
+
+def cpu_peak(threads: int = 0) -> CpuPeak:
+    cores = physical_cores()
+    used = min(threads, cores) if threads else cores
+    flags = cpu_flags()
+    per_cycle, isa = ((64, "AVX-512") if "avx512f" in flags else (32, "AVX2") if "avx2" in flags
+                      else (16, "NEON") if {"asimd", "neon"} & flags or platform.machine() in ("arm64", "aarch64")
+                      else (8, "SSE"))
+    freq = psutil.cpu_freq()
+    mhz = (freq.max or freq.current) if freq else 0.0
+    if not mhz:
+        mhz = 2000.0
+    return CpuPeak(used * mhz * 1e6 * per_cycle, f"{used} core{'s' if used != 1 else ''} x {mhz / 1000:.2f} GHz x "
+                                                 f"{per_cycle} FLOPs ({isa}, 2 FMA units)")

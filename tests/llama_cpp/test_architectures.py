@@ -34,13 +34,10 @@ for _entry in load_catalog():
 
 # arch -> (catalog architecture to start from, suffixes to drop, suffixes to set, why it is a fair stand-in)
 SYNTHESIZED = {
-    "qwen2": ("llama", (), {},
-              "dense GQA like llama; llama's 32 heads x 128 = 4096 = n_embd, as qwen2's {n_embd, n_embd} attn_q needs"),
     "qwen2moe": ("qwen3moe", (), {"attention.head_count": 16, "expert_shared_feed_forward_length": 5632},
                  "qwen3moe's experts and a shared expert; 16 heads x 128 = n_embd for its {n_embd, n_embd} attn_q"),
-    "qwen3": ("qwen3moe", ("expert_count", "expert_used_count", "expert_feed_forward_length"),
-              {"feed_forward_length": 6144}, "qwen3moe's attention without the experts"),
-    # qwen35 and nemotron_h_moe have catalog entries of their own (Qwen3.6-27B, Nemotron-3-Nano-30B-A3B)
+    # qwen2, qwen3, qwen35 and nemotron_h_moe have catalog entries of their own (Qwen2.5-7B, Qwen3-8B, Qwen3.6-27B,
+    # Nemotron-3-Nano-30B-A3B)
 }
 
 

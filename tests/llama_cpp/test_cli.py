@@ -80,12 +80,14 @@ def test_bad_fit_budgets_get_one_line(argv, needle, capsys):
 def test_roofline_for_a_card(capsys):
     assert main(["roofline", "qwen3-5-35b-a3b", "--card", "rtx-4090", "--ctx", "131072", "--json"]) == 0
     record = RooflineRecord.from_dict(json.loads(capsys.readouterr().out))
-    depths = {r.depth: r for r in record.rows}
+    depths = {r.n_depth: r for r in record.rows if r.n_gen}  # tg128 @ each depth
     assert sorted(depths) == [0, 8192, 16384, 32768, 65536, 131072]
+    assert [r.test for r in record.rows[:2]] == ["pp512", "tg128"]  # llama-bench's defaults, pp then tg
     deep = depths[131072]
-    assert deep.kv_read_bytes == 20480 * 131072  # 10 cached layers x 2,048 B per cell
-    assert deep.full_gqa_bytes_per_token - deep.bytes_per_token == (81920 - 20480) * 131072 - deep.recurrent_bytes
-    assert deep.tok_s > 2 * deep.full_gqa_tok_s  # the hybrid layout's gain at 128k
+    middle = 131072 + 64  # tg128's middle token
+    assert deep.kv_read_bytes == 20480 * middle  # 10 cached layers x 2,048 B per cell
+    assert deep.full_gqa_bytes_per_token - deep.bytes_per_token == (81920 - 20480) * middle - deep.recurrent_bytes
+    assert deep.avg_ts > 2 * deep.full_gqa_ts  # the hybrid layout's gain at 128k
 
 
 def test_roofline_calibrates_with_calibrate_not_results(tmp_path, capsys):

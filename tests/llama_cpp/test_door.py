@@ -148,7 +148,7 @@ def test_an_architecture_without_a_layout_rule_gets_a_roofline_and_a_twin(no_rul
     record = lb.roofline(str(no_rule_twin), bandwidth=500, n_ctx=16384)
     kv = [r.kv_read_bytes for r in record.rows]
     assert kv == sorted(kv) and kv[-1] > 4 * kv[1] > 0  # measured, growing with the depth
-    assert all(r.full_gqa_tok_s is None for r in record.rows)
+    assert all(r.full_gqa_ts is None for r in record.rows)
     assert main(["roofline", str(no_rule_twin), "--bandwidth", "500", "-c", "8192"]) == 0
     assert "measured" in capsys.readouterr().out
     assert main(["roofline", str(no_rule_twin), "--card", "rtx-4090", "-ncmoe", "2"]) == 2

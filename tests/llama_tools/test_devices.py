@@ -299,27 +299,32 @@ def test_bench_rpc_to_nothing_is_one_line(capsys):
 
 
 def test_the_roofline_of_a_split_adds_each_card_and_each_hop():
+    from llamabench.jobs.roofline.machines import card_model
     from llamabench.jobs.source import resolve
     from llamabench.memory import speed
+    from llamabench.memory.speed_model import split_seconds
+    from llamabench.settings.cards import card
     src = resolve("qwen3-30b-a3b")
     meta, geometry = src.llama_metadata, src.llama_geometry()
-    weights, active = speed.weights_per_token(meta, geometry)
+    weights = speed.weights_of(meta, geometry)
+    work = speed.model_work(meta, geometry, weights)
     p = Params(n_ctx=8192)
-    costs = speed.layer_token_costs(geometry, p, weights, meta.arch_count("expert_used_count"),
-                                    meta.arch_count("expert_count"), 4096)
-    whole = speed.token_cost(geometry, p, active, 4096)
+    costs = speed.layer_token_costs(geometry, p, weights, work, 4096)
+    whole = speed.decode_cost(work, p, 4096)
     assert sum(c.total_bytes for c in costs.values()) == pytest.approx(whole.total_bytes, rel=1e-6)
-    fast, slow = speed.model_for_card(speed.card("rtx-4090")), speed.model_for_card(speed.card("rtx-3060-12gb"))
+    assert sum(c.layers for c in costs.values()) == whole.layers
+    fast, slow = card_model(card("rtx-4090"), None), card_model(card("rtx-3060-12gb"), None)
     link = speed.Link(1.25e9, 0.2e-3)
     one_card = layer_devices(weights.n_layer, weights.n_layer + 1, (1.0, 0.0))
-    alone, _ = speed.split_seconds(costs, one_card, (fast, slow), link, geometry.n_embd)
-    assert alone == pytest.approx(fast.seconds(whole), rel=1e-6)  # no hop, no second card
+    alone, _ = split_seconds(costs, one_card, (fast, slow), link, geometry.n_embd)
+    # no hop, no second card: the layers' terms sum to the whole token's (its matrix-vector FLOPs on the output)
+    assert alone == pytest.approx(fast.seconds(whole), rel=0.02)
     halves = layer_devices(weights.n_layer, weights.n_layer + 1, (1.0, 1.0))
-    split, per_card = speed.split_seconds(costs, halves, (fast, slow), link, geometry.n_embd)
+    split, per_card = split_seconds(costs, halves, (fast, slow), link, geometry.n_embd)
     assert per_card[1] > per_card[0]  # the slower card's half takes longer
     assert split == pytest.approx(sum(per_card) + geometry.n_embd * 4 / 1.25e9 + 0.2e-3)
     record = lb.roofline("qwen3-30b-a3b", card="rtx-4090+rtx-3090", n_ctx=8192, link=1.25, link_ms=0.2)
-    assert all(r.split_tok_s < r.tok_s for r in record.rows) and "10 GbE" not in record.split_basis
+    assert all(r.placed_ts < r.avg_ts for r in record.rows) and "10 GbE" not in record.split_basis
     with pytest.raises(UsageError, match="give them as --card A\\+B"):
         lb.roofline("qwen3-30b-a3b", card="rtx-4090", link=1.25)
 

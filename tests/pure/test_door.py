@@ -182,17 +182,17 @@ def test_roofline_prices_what_fit_recommends_with_experts_or_layers_in_ram(capsy
     import llamabench as lb
 
     def placed(**kw):
-        return [r.split_tok_s for r in lb.roofline("qwen3-5-35b-a3b", card="rtx-4060-ti-16gb", n_ctx=32768,
-                                                      ram_bandwidth=60, **kw).rows]
+        return [r.placed_ts for r in lb.roofline("qwen3-5-35b-a3b", card="rtx-4060-ti-16gb", n_ctx=32768,
+                                                    ram_bandwidth=60, **kw).rows]
 
-    whole = [r.tok_s for r in lb.roofline("qwen3-5-35b-a3b", card="rtx-4060-ti-16gb", n_ctx=32768).rows]
+    whole = [r.avg_ts for r in lb.roofline("qwen3-5-35b-a3b", card="rtx-4060-ti-16gb", n_ctx=32768).rows]
     assert placed(n_cpu_moe=0) == pytest.approx(whole)  # nothing in RAM: the whole-card ceiling
     few, many = placed(n_cpu_moe=8), placed(n_cpu_moe=24)
     assert all(m < f < w for m, f, w in zip(many, few, whole))  # more experts in RAM, slower
     assert all(a < w for a, w in zip(placed(n_gpu_layers=20), whole))
     assert main(["roofline", "qwen3-5-35b-a3b", "--card", "rtx-4090", "-ncmoe", "16", "--ram-bandwidth", "60"]) == 0
     out = capsys.readouterr().out
-    assert "ceilings" in out and "placed t/s" in out and "--n-cpu-moe 16" in out
+    assert "estimate" in out and "placed t/s" in out and "--n-cpu-moe 16" in out
     for argv, says in ((["--card", "rtx-4090", "--ram-bandwidth", "60"], "give -ngl or --n-cpu-moe"),
                        (["--card", "rtx-4090+rtx-3090", "-ngl", "10"], "one --card")):
         assert main(["roofline", "qwen3-5-35b-a3b", *argv]) == 2

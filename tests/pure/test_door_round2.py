@@ -127,7 +127,8 @@ def test_a_noisy_series_is_marked_where_its_numbers_are_shown(gemma):
     table = speed_table([steady, noisy], "md")
     assert table.count("(noisy)") == 1 and "tg4 @ d128" in variance_warning([steady, noisy])
     assert variance_warning([steady]) is None
-    # the report's speed model is calibrated on those two depths: the noisy one is said to be noisy there too
+    # the report's speed model is fitted on the depths bench did not mark noisy: the noisy one is said to be noisy
+    # there too, and left out
     from dataclasses import replace
 
     from llamabench.records.bench import Roofline
@@ -135,7 +136,7 @@ def test_a_noisy_series_is_marked_where_its_numbers_are_shown(gemma):
 
     roof = lambda kv: Roofline(200_000_000 + kv, 200_000_000, kv, 0, kv * 10, "test", 200_000_000 + 4 * kv, kv)  # noqa: E731
     md = _roofline_md(roofline_series([replace(steady, roofline=roof(1000)), replace(noisy, roofline=roof(9000))]))
-    assert "calibrated here on a noisy point" in md and md.count("(noisy)") == 1
+    assert "(left out)" in md and "1 noisy left out" in md and md.count("(noisy)") == 1
 
 
 def test_the_deadlines_and_their_defaults_are_in_help(capsys):
@@ -200,11 +201,11 @@ def test_cpu_only_rows_say_what_ram_holds_and_what_would_fit(gemma, capsys):
 
 def test_cli_errors_name_the_command_once_and_take_a_negative_size(capsys):
     """`report a.jsonl -o x` said "llamabench: error: llamabench: ..." and sent to the top help; `--vram -3GiB`
-    said "expected one argument"; roofline without a machine spoke the API's words."""
+    said "expected one argument"; roofline spoke the API's words."""
     for argv, says in ((["report", "a.jsonl", "-o", "x"], "llamabench: error: unrecognized arguments: -o x "
                                                           "(see llamabench report --help)"),
                        (["fit", "gemma-3-27b", "--vram", "-3GiB"], "'-3GiB' must be positive"),
-                       (["roofline", "gemma-3-27b"], "give --card NAME, --bandwidth GB/s or --calibrate FILE")):
+                       (["roofline", "gemma-3-27b", "--tflops", "10"], "--tflops goes with --bandwidth")):
         with pytest.raises(SystemExit) if argv[0] != "roofline" else nullcontext():
             main(argv)
         err = capsys.readouterr().err

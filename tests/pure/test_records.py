@@ -3,6 +3,7 @@ with a warning naming them; a broken record of this version is an error naming i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 
@@ -13,6 +14,7 @@ from llamabench.cli import main
 from llamabench.core import serial
 from llamabench.jobs.bench.measure import WeightsBasis, roofline, theory
 from llamabench.jobs.fit.search import Fitter
+from llamabench.memory import speed
 from llamabench.memory.allocations import DeviceParts, parse_allocations
 from llamabench.memory.fit_result import FitResult
 from llamabench.memory.placement import Placement, PlacementKind
@@ -44,6 +46,8 @@ VERSIONS = Versions(llama_cpp_python="0.3.36")
 GEOMETRY = geometry_from_metadata(model("qwen3moe", block_count=4, context_length=8192, embedding_length=256,
                                         attention__head_count=4, attention__head_count_kv=2,
                                         attention__key_length=64, attention__value_length=64))
+WORK = speed.model_work(model("qwen3moe"), GEOMETRY, breakdown((), GEOMETRY.n_layer, set(), basis="test"))
+WORK = dataclasses.replace(WORK, dense_bytes=5_000)  # a token reads 5,000 B of weights
 KV_LINE = ("llama_kv_cache: size =    8.00 MiB (  4096 cells,   4 layers,  1/1 seqs), K (f16):    4.00 MiB, "
            "V (f16):    4.00 MiB\n")
 
@@ -55,7 +59,7 @@ def bench_record(machine=MACHINE, depth=0, kind=TestKind.TG, ts=10.0, timestamp=
     record = BenchRecord(model=MODEL, params=params, test=test, repetitions=2, samples_ns=(int(16e9 / ts),) * 2,
                          allocations=parse_allocations(KV_LINE), memory=Memory(100, 300, None, None, "no GPU"),
                          footprint=fp, theory_error=error, machine=machine, versions=VERSIONS)
-    rf = roofline(GEOMETRY, WeightsBasis(10_000, 5_000, "test"), params, test, record.avg_ts, 40.0)
+    rf = roofline(GEOMETRY, WeightsBasis(WORK, "test"), params, test, record.avg_ts, 40.0)
     return replace(record, roofline=rf, timestamp=timestamp)
 
 

@@ -1,122 +1,167 @@
-"""Bytes and FLOPs per decoded token, and the two-ceiling speed model. Pure: hand-computed values."""
+"""What a token reads and computes, the speed model's terms, and the fit of its coefficients. Pure: hand-computed
+values, one case a row, each with why it matters."""
 
 from __future__ import annotations
 
 import pytest
 
-from llamabench.memory.speed import TokenCost, active_weight_bytes, calibrate, card, model_for_card, token_cost
+from llamabench.memory import speed, speed_fit
+from llamabench.memory.speed_model import Machine, Rates, SpeedModel, Term
 from llamabench.model.layout import geometry_from_metadata
-from llamabench.model.metadata import TensorInfo
+from llamabench.model.metadata import ModelMetadata, TensorInfo
 from llamabench.model.weights import breakdown
 from llamabench.settings.params import Params
 from tests.support.metadata import model
 
-# Gemma 3 270M's cache geometry: 18 layers, 1 KV head x 256, SWA window 512 on 15 layers (5:1)
-GEMMA = geometry_from_metadata(model("gemma3", block_count=18, context_length=32768, embedding_length=640,
-                                     attention__head_count=4, attention__head_count_kv=1, attention__key_length=256,
-                                     attention__value_length=256, attention__sliding_window=512))
+# Gemma 3 270M's cache geometry: 18 layers, 1 KV head x 256, SWA window 512 on 15 layers (5:1), 4 query heads
+GEMMA_META = model("gemma3", block_count=18, context_length=32768, embedding_length=640, attention__head_count=4,
+                   attention__head_count_kv=1, attention__key_length=256, attention__value_length=256,
+                   attention__sliding_window=512)
+GEMMA = geometry_from_metadata(GEMMA_META)
 
 
-@pytest.mark.parametrize("depth", [0, 100, 512, 8192])
-def test_kv_read_per_token(depth):
-    cost = token_cost(GEMMA, Params(), 1000, depth)
+def _work(tensors=(), meta=GEMMA_META, geometry=GEMMA, **keys) -> speed.ModelWork:
+    keys = {f"{meta.architecture}.{k}": v for k, v in keys.items()}
+    meta = ModelMetadata(meta.source, meta.architecture, {**meta.keys, **keys}, tuple(tensors), name=meta.name)
+    weights = breakdown(meta.tensors, geometry.n_layer, set(), basis="test")
+    return speed.model_work(meta, geometry, weights)
+
+
+@pytest.mark.parametrize("depth", [
+    0,  # nothing cached: weights alone
+    100,  # below the window: every layer reads every cell
+    512,  # the window itself
+    8192,  # past it: the SWA layers stop growing
+])
+def test_kv_read_per_decoded_token(depth):
+    cost = speed.decode_cost(_work(), Params(), depth)
     # 3 full layers read d cells, 15 SWA layers min(d, 512); 1 x 256 x 2 (K, V) x 2 bytes = 1,024 B per cell
     assert cost.kv_bytes == 3 * 1024 * depth + 15 * 1024 * min(depth, 512)
-    assert cost.weights_bytes == 1000 and cost.recurrent_bytes == 0
-    assert cost.attention_flops == 4 * 4 * 256 * (3 * depth + 15 * min(depth, 512))  # 4 x n_head x head_dim per cell
+    # Q.K and P.V: 2 x n_head x (256 + 256) FLOPs per cell and layer
+    assert cost.attention_flops == 2 * 4 * 512 * (3 * depth + 15 * min(depth, 512))
+    assert cost.layers == 18 and cost.recurrent_bytes == 0
 
 
 def test_full_gqa_counterfactual_reads_every_layer_at_depth():
-    gqa = token_cost(GEMMA, Params(), 1000, 8192, as_full_gqa=True)
+    gqa = speed.full_gqa_cost(GEMMA, Params(), _work(), 8192)
     assert gqa.kv_bytes == 18 * 1024 * 8192
 
 
 def test_recurrent_state_is_read_and_written():
-    hybrid = geometry_from_metadata(model("qwen35moe", block_count=4, context_length=4096, embedding_length=64,
-                                          attention__head_count=2, attention__head_count_kv=1,
-                                          attention__key_length=64, attention__value_length=64,
-                                          full_attention_interval=4, ssm__conv_kernel=4, ssm__state_size=16,
-                                          ssm__group_count=1, ssm__time_step_rank=2, ssm__inner_size=32))
-    cost = token_cost(hybrid, Params(), 0, 0)
+    meta = model("qwen35moe", block_count=4, context_length=4096, embedding_length=64, attention__head_count=2,
+                 attention__head_count_kv=1, attention__key_length=64, attention__value_length=64,
+                 full_attention_interval=4, ssm__conv_kernel=4, ssm__state_size=16, ssm__group_count=1,
+                 ssm__time_step_rank=2, ssm__inner_size=32)
+    geometry = geometry_from_metadata(meta)
+    cost = speed.decode_cost(_work((), meta, geometry), Params(), 0)
     state = ((4 - 1) * (32 + 2 * 16) + 16 * 32) * 4  # (R + S) x f32 per layer
     assert cost.recurrent_bytes == 2 * 3 * state
 
 
+TENSORS = (TensorInfo("token_embd.weight", (8, 100), 0, 999), TensorInfo("output.weight", (8, 100), 0, 100),
+           TensorInfo("blk.0.attn_q.weight", (8, 8), 0, 50), TensorInfo("blk.0.ffn_up_exps.weight", (8, 8, 8), 0, 800),
+           TensorInfo("blk.0.ffn_up_shexp.weight", (8, 8), 0, 30), TensorInfo("blk.0.attn_norm.weight", (8,), 0, 32))
+
+
 def test_routed_experts_count_by_their_used_share():
-    tensors = (TensorInfo("token_embd.weight", (8, 8), 0, 999), TensorInfo("output.weight", (8, 8), 0, 100),
-               TensorInfo("blk.0.attn_q.weight", (8, 8), 0, 50),
-               TensorInfo("blk.0.ffn_up_exps.weight", (8, 8, 8), 0, 800),
-               TensorInfo("blk.0.ffn_up_shexp.weight", (8, 8), 0, 30))
-    weights = breakdown(tensors, 1, set(), basis="test")
+    weights = breakdown(TENSORS, 1, set(), basis="test")
     # the embedding lookup is left out; 2 of 8 experts: a quarter of the routed bytes
-    assert active_weight_bytes(weights, 2, 8) == 100 + 50 + 800 // 4 + 30
+    assert speed.active_weight_bytes(weights, 2, 8) == 100 + 50 + 800 // 4 + 30 + 32
 
 
-def test_calibration_reproduces_both_depths_and_predicts_between():
-    a, b = TokenCost(0, 200_000_000, 0, 0, 0), TokenCost(16384, 200_000_000, 50_000_000, 0, 2_000_000_000)
-    m = calibrate(a, 50.0, b, 30.0)
-    assert m.tokens_per_second(a) == pytest.approx(50.0) and m.tokens_per_second(b) == pytest.approx(30.0)
-    assert m.bandwidth == pytest.approx(200_000_000 * 50.0)
-    mid = TokenCost(8192, 200_000_000, 25_000_000, 0, 1_000_000_000)
-    assert 30.0 < m.tokens_per_second(mid) < 50.0
+def test_model_work_splits_bytes_and_flops_by_class():
+    work = _work(TENSORS, expert_used_count=2, expert_count=8)
+    assert (work.dense_bytes, work.expert_bytes, work.output_bytes) == (50 + 30 + 32, 800, 100)
+    # 2 FLOPs a weight: attn_q 64 and the shared expert 64 (a norm is a vector); the experts 512; the output 800
+    assert (work.dense_flops, work.expert_flops, work.output_flops) == (256, 1024, 1600)
+    assert work.decode_weight_bytes == 112 + 200 + 100
 
 
-def test_card_figures_scale_by_their_efficiencies():
-    m = model_for_card(card("rtx-4090"), bandwidth_efficiency=0.5, compute_efficiency=1.0)
-    assert m.bandwidth == 504e9 and m.compute == 82.6e12
-    with pytest.raises(Exception, match="unknown card"):
-        card("rtx-9999")
+@pytest.mark.parametrize("n, hit", [
+    (1, 0.25),  # one token picks 2 of 8
+    (2, 1 - 0.75 ** 2),  # two tokens: independent picks
+    (512, 1.0),  # a ubatch touches every expert
+])
+def test_a_ubatch_reads_the_experts_its_tokens_pick(n, hit):
+    assert speed.expert_hit_share(_work(TENSORS, expert_used_count=2, expert_count=8), n) == pytest.approx(hit)
 
 
-# prefill (TTFT) -------------------------------------------------------------------------------------------------
-def test_ttft_reproduces_the_published_pp512_it_is_calibrated_on_and_holds_out_the_deeper_runs():
-    """roofline -d on the catalog's Llama 3.1 8B: a 4090's TTFT at 512 is its published pp512 (7138.99 t/s); the
-    same source's deeper prompts, not used, within 12% (pp4096 5265.68, pp8192 4039.68; the 3090's 3169.91 and
-    2527.40 on its own pp512)."""
-    import llamabench as lb
-
-    published = {"rtx-4090": {512: 7138.99, 4096: 5265.68, 8192: 4039.68},
-                 "rtx-3090": {512: 4030.40, 4096: 3169.91, 8192: 2527.40}}
-    for name, runs in published.items():
-        rows = {r.depth: r for r in lb.roofline("llama-3-1-8b", card=name, n_depth=list(runs), n_ctx=8192).rows}
-        assert sorted(rows) == sorted(runs)  # -d: those depths alone
-        for depth, ts in runs.items():
-            predicted = depth / rows[depth].ttft_s
-            assert predicted == pytest.approx(ts, rel=0.01 if depth == 512 else 0.12), (name, depth, predicted)
+@pytest.mark.parametrize("depth, n, window, pairs", [
+    (0, 4, 0, 1 + 2 + 3 + 4),  # causal: token i attends to i + 1 cells
+    (10, 4, 0, 11 + 12 + 13 + 14),  # after 10 cached
+    (10, 4, 12, 11 + 12 + 12 + 12),  # a window of 12 caps them
+    (100, 3, 12, 36),  # deep: every token at the window
+])
+def test_causal_attention_pairs(depth, n, window, pairs):
+    assert speed._attended(depth, n, window) == pairs
 
 
-def test_prefill_calibration_reproduces_both_measured_pp_tests():
-    from llamabench.memory.speed import SpeedModel, calibrate_prefill
-
-    decode = SpeedModel(100e9, 1e12, "test")
-    lo, hi = TokenCost(0, 2_000_000, 1000, 0, 1_000_000), TokenCost(4096, 2_000_000, 9000, 0, 90_000_000)
-    matmul = 500_000_000
-    ts = lambda c: 1 / (c.total_bytes / 100e9 + matmul / 2e12 + c.attention_flops / 0.5e12)  # noqa: E731
-    m = calibrate_prefill(decode, matmul, (lo, ts(lo), 512), (hi, ts(hi), 512))
-    assert m.prefill == pytest.approx(2e12) and m.prefill_attention == pytest.approx(0.5e12)
-    assert 1 / m.prefill_seconds(hi, matmul) == pytest.approx(ts(hi))
-    one = calibrate_prefill(decode, matmul, (lo, ts(lo), 512), (lo, ts(lo), 512))  # one depth: the decode's attention
-    assert one.prefill_attention is None and 1 / one.prefill_seconds(lo, matmul) == pytest.approx(ts(lo))
+def test_ubatches_follow_llama_cpp_split():
+    p = Params(n_ubatch=512, n_batch=2048)
+    assert speed.ubatches(p, 1200, 4096) == [(4096, 512), (4608, 512), (5120, 176)]
+    assert speed.ubatches(p.replace(n_batch=256), 600, 0) == [(0, 256), (256, 256), (512, 88)]  # ubatch <= batch
 
 
-def test_roofline_depths_beyond_the_context_are_refused():
-    import llamabench as lb
-    from llamabench.core.errors import LlamabenchError
+def test_ubatch_matmul_leaves_the_output_out_and_counts_expert_batches():
+    work = _work(TENSORS, expert_used_count=2, expert_count=8)
+    cost = speed.ubatch_cost(work, Params(), 0, 16)
+    assert cost.matmul_flops == 16 * (256 + 1024 // 4)  # no output matrix: llama-bench asks for the last logits only
+    # dense matrices multiply 16 tokens at once, each expert 16 x 2 / 8 = 4
+    assert cost.matmul_small_flops == pytest.approx(16 * 256 / 16 + 16 * 1024 / 4 / 4)
 
-    with pytest.raises(LlamabenchError, match="beyond n_ctx"):
-        lb.roofline("llama-3-1-8b", card="rtx-4090", n_depth=[50000], n_ctx=32768)
-    assert all(r.ttft_s is None for r in lb.roofline("llama-3-1-8b", bandwidth=900, n_ctx=4096).rows)  # no FLOPs
+
+# the speed model --------------------------------------------------------------------------------------------
+MACHINE = Machine("test", bandwidth=100e9, fp32=10e12, fp16_matrix=40e12, int8_matrix=80e12)
 
 
-def test_roofline_says_the_state_per_token_and_a_context_past_the_trained_one():
-    """A hybrid's MiB/token left ~198 MiB of recurrent state unexplained, and -c past the trained context went
-    unsaid (inspect and fit say it)."""
-    import llamabench as lb
-    from llamabench.render.speed import render_roofline
+def test_decode_terms_are_units_over_figures_times_coefficients():
+    rates = Rates("cuda", {"weights": 2.0, "kv": 4.0, "attention": 10.0, "layer": 5.0})
+    m = SpeedModel(MACHINE, rates)
+    cost = speed.TokenCost(0, 1_000_000_000, 500_000_000, 0, 4_000_000_000, layers=10)
+    terms = m.decode_terms(cost)
+    # the weights and the KV at half the bandwidth (30 ms), and the KV's cost beyond it (4 x 0.5 GB: 20 ms)
+    assert terms[Term.WEIGHTS] == pytest.approx(2.0 * 1.5e9 / 100e9)
+    assert terms[Term.KV] == pytest.approx(4.0 * 0.5e9 / 100e9)
+    assert terms[Term.ATTENTION] == pytest.approx(10.0 * 4e9 / 40e12)  # CUDA's attention on the FP16 units
+    assert terms[Term.LAYER] == pytest.approx(5.0 * 10 * 1e-6)  # 5 us a layer
+    assert m.tokens_per_second(cost) == pytest.approx(1 / sum(terms.values()))
 
-    record = lb.roofline("nemotron-h-8b", card="rtx-4090", n_depth=[4096], n_ctx=32768)
-    text = render_roofline(record)
-    assert "of it state" in text and record.rows[0].recurrent_bytes > 0
-    assert "beyond the trained context 8,192" in text
-    prefill = next(line for line in text.splitlines() if line.strip().startswith("prefill"))
-    assert "((" not in prefill and "))" not in prefill  # one level of parentheses
+
+@pytest.mark.parametrize("backend, matmul", [
+    ("cuda", 80e12),  # MMQ: INT8 on the tensor cores
+    ("vulkan", 40e12),  # coopmat: FP16
+    ("metal", 40e12),  # the FP16 units where the machine has them (M5), else FP32
+    ("cpu", 10e12),  # vector units
+])
+def test_each_backend_multiplies_on_its_own_units(backend, matmul):
+    m = SpeedModel(MACHINE, Rates(backend, {"matmul": 1.0}))
+    cost = speed.UbatchCost(512, 0, 0, 0, 1_000_000_000_000, 0.0, 0)  # a ubatch of 10^12 matrix FLOPs
+    assert m.ubatch_terms(cost)[Term.MATMUL] == pytest.approx(1e12 / matmul)
+
+
+def test_a_machine_without_matrix_units_falls_back_to_fp32():
+    m = SpeedModel(Machine("m1", 400e9, 10e12), Rates("cuda", {"matmul": 1.0}))
+    assert m.ubatch_terms(speed.UbatchCost(1, 0, 0, 0, 10**12, 0.0, 0))[Term.MATMUL] == pytest.approx(0.1)
+
+
+# the fit ------------------------------------------------------------------------------------------------------
+def test_nnls_recovers_known_coefficients_and_keeps_them_non_negative():
+    import numpy as np
+
+    a = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    assert speed_fit.nnls(a, np.array([2.0, 3.0, 5.0])) == pytest.approx([2.0, 3.0])
+    assert speed_fit.nnls(a, np.array([-1.0, 3.0, 2.0]))[0] == 0.0  # the best negative value is held at 0
+
+
+def _obs(machine: str, weights: float, kv: float) -> speed_fit.Observation:
+    # true coefficients 1.25 and 2.0: seconds = 1.25 x weights + 2 x kv
+    return speed_fit.Observation({"weights": weights, "kv": kv}, 1 / (1.25 * weights + 2.0 * kv), machine, "m", "")
+
+
+def test_the_fit_and_leave_one_out_on_exact_data():
+    obs = [_obs("a", 0.01, 0.0), _obs("a", 0.01, 0.004), _obs("b", 0.02, 0.0), _obs("b", 0.02, 0.01)]
+    coefficients = speed_fit.fit(obs, ("weights", "kv"))
+    assert coefficients == pytest.approx({"weights": 1.25, "kv": 2.0})
+    held = speed_fit.leave_one_out(obs, ("weights", "kv"), lambda o: o.machine)
+    assert len(held) == 4 and all(abs(r) < 1e-9 for _, r in held)  # exact data holds out exactly
+    assert speed_fit.spread([-0.2, 0.0, 0.1, 0.3], 1.0) == pytest.approx((-0.2, 0.3))

@@ -92,9 +92,11 @@ def test_wired_limit_moves_the_answer_as_the_sysctl_does():
     assert f._row_of(raised, s, whole).fits
 
 
-def test_metal_maps_the_files_span_once_in_the_ram_and_again_for_mtp():
+def test_metal_maps_the_files_span_once_in_the_ram_and_not_again_for_mtp():
     """The card's buffer spans its tensors in the file (the host's token_embd and experts in between included);
-    the RAM holds each page once; the MTP context maps the same file again."""
+    the RAM holds each page once. The MTP context runs on the target model's own weights (the vendored
+    common/speculative.cpp, llama_init_from_model(model_tgt, ...)): nothing is mapped twice. The fit doubled them
+    (a Mac's MTP row cost 21.66 GiB more where CUDA's cost 0.99)."""
     f = fitter(256 * MIB, maps_file=True)
     s = Params(n_ctx=4096)
     file_bytes = sum(t.n_bytes for t in moe(256 * MIB))
@@ -104,7 +106,7 @@ def test_metal_maps_the_files_span_once_in_the_ram_and_again_for_mtp():
     shared = row.parts.total + row.host.total - row.pool_bytes
     assert shared == row.parts.weights + row.host.weights - file_bytes  # the pages both map, counted once
     mtp = f.mapped_card_weights(Params(n_ctx=4096, spec_type="draft-mtp"), Placement(PlacementKind.ALL), 0)
-    assert mtp == 2 * f.mapped_card_weights(s, Placement(PlacementKind.ALL), 0)
+    assert mtp == f.mapped_card_weights(s, Placement(PlacementKind.ALL), 0)
 
 
 @pytest.mark.parametrize("kwargs, words", [

@@ -1,6 +1,6 @@
-"""How long a bench plan will take (`bench --dry-run`): its tokens, and their time where an earlier timed run of
-the same model on this machine, in the plan's results file, calibrates the speed model (roofline's --calibrate:
-tg at two depths, and pp where the run has it).
+"""How long a bench plan will take (`bench --dry-run`): its tokens, and their time by roofline's speed model of
+this machine, scaled to an earlier timed run of the same model on this machine in the plan's results file where
+there is one (roofline's --calibrate).
 
 Each configuration fills its context once, depth after depth (llama-server: each slot, its prompt cache kept
 between depths), and times each test after one warm-up (`llama.child.measure_tests`; llama-server's requests
@@ -16,7 +16,9 @@ from ...core.errors import UsageError
 from ...memory import speed
 from ...model.layout import geometry_from_metadata, has_layout_rule
 from ...settings.bench_tests import TestKind
-from ..roofline.job import Prompt, calibrated
+from ...world import sysinfo
+from ..roofline.job import calibrated
+from ..roofline.machines import this_machine_model
 from .plan import BenchPlan
 
 
@@ -51,51 +53,40 @@ def _tokens(plan: BenchPlan) -> tuple[int, int]:
 
 
 def estimate(plan: BenchPlan) -> PlanEstimate:
-    """The plan's tokens, and its time from the results file's earlier run of this model where it has one."""
+    """The plan's tokens, and its time by roofline's speed model of this machine (`roofline` without --card): the
+    CPU's coefficients fitted on published and measured runs, scaled to the results file's earlier run of this model
+    where it has one (roofline --calibrate)."""
     fill_tokens, test_tokens = _tokens(plan)
     source = plan.source
     if not has_layout_rule(source.metadata):
         return PlanEstimate(fill_tokens, test_tokens, None, "no layout rule for this architecture: no estimate")
-    if not plan.target.is_file():
-        return PlanEstimate(fill_tokens, test_tokens, None, _no_run(plan))
+    if any(p.n_gpu_layers for p in plan.configurations) and sysinfo.gpu_memory():
+        return PlanEstimate(fill_tokens, test_tokens, None, "layers on this machine's GPU: its time is not estimated "
+                            "here (roofline --card NAME prices a card)")
     meta = source.llama_metadata  # what bench loads: the file, or a catalog id's twin (its runs time the twin)
     geometry = geometry_from_metadata(meta)
-    weights, active = speed.weights_per_token(meta, geometry)
-    prompt = Prompt(weights.loaded_bytes, speed.matmul_flops(meta, geometry))
-    here = platform.node()  # runs of this machine, by this runtime: another box's speed says nothing of this one's
-    try:
-        model, measured, _ = calibrated(plan.target, source, geometry, active, prompt,
-                                        keep=lambda r: r.machine.host == here and r.runtime == plan.runtime)
-    except UsageError:
-        return PlanEstimate(fill_tokens, test_tokens, None, _no_run(plan))
-    if model.prefill is None:
-        return PlanEstimate(fill_tokens, test_tokens, None, f"{plan.target.name} has tg tests of this model but no "
-                            "pp test: no prefill rate to estimate the fill with")
-    seconds = sum(_configuration_seconds(plan, p, geometry, prompt, active, model) for p in plan.configurations)
-    tg = f"tg at depths {min(measured)} and {max(measured)}"
-    return PlanEstimate(fill_tokens, test_tokens, seconds,
-                        f"from the earlier run in {plan.target.name}: {tg}, "
-                        f"{model.prefill_basis.removeprefix('calibrated on ')}; loading and contexts on top")
+    work = speed.model_work(meta, geometry, speed.weights_of(meta, geometry))
+    model = this_machine_model()
+    basis = "roofline's model of this machine's CPU (no earlier run of it here to calibrate on: an estimate)"
+    if plan.target.is_file():
+        here = platform.node()  # runs of this machine, by this runtime: another box's speed says nothing of this one's
+        try:
+            model, _ = calibrated(plan.target, source, plan.configurations[0], work, model,
+                                  keep=lambda r: r.machine.host == here and r.runtime == plan.runtime)
+            basis = f"roofline's model of this machine's CPU, {model.basis.rpartition('; ')[2]}"
+        except UsageError:
+            pass
+    seconds = sum(_configuration_seconds(plan, p, work, model) for p in plan.configurations)
+    return PlanEstimate(fill_tokens, test_tokens, seconds, basis + "; loading and contexts on top")
 
 
-def _no_run(plan: BenchPlan) -> str:
-    return (f"no timed run of {plan.source.label} in {plan.target.name} yet to calibrate on: a short run first "
-            "(-p 512 -n 32 -d 0,2048 -r 2, same --results) gives one")
-
-
-def _configuration_seconds(plan: BenchPlan, p, geometry, prompt: Prompt, active: int, model) -> float:
-    def prefill(n: int, depth: int) -> float:
-        return speed.prefill_seconds(geometry, p, prompt.all_weights, active, prompt.matmul_flops, model, n, depth)
-
+def _configuration_seconds(plan: BenchPlan, p, work: speed.ModelWork, model) -> float:
     deepest = max(t.depth for t in plan.tests)
-    fill = prefill(deepest, 0) if deepest else 0.0  # depth after depth, once (llama-server: the prompt cache)
+    fill = model.prefill_seconds(work, p, deepest, 0) if deepest else 0.0  # depth after depth, once
     tests = 0.0
     for t in plan.tests:
         warmup = _warmup(plan, t, p.n_batch)
-        if t.kind is TestKind.PP:
-            one, warm = prefill(t.n_tokens, t.depth), prefill(warmup, t.depth) if warmup else 0.0
-        else:
-            per_token = model.seconds(speed.token_cost(geometry, p, active, t.depth + t.n_tokens // 2))
-            one, warm = t.n_tokens * per_token, warmup * per_token
-        tests += plan.repetitions * one + warm
+        kind = "pp" if t.kind is TestKind.PP else "tg"
+        per_token = 1.0 / model.test_tokens_per_second(work, p, kind, t.n_tokens, t.depth)
+        tests += (plan.repetitions * t.n_tokens + warmup) * per_token
     return (fill + tests) * _slots(plan)  # the slots' work shares one machine

@@ -90,11 +90,11 @@ def _sweep_basis(plan: BenchPlan, path, devices: tuple[str, ...]) -> SweepBasis:
     geometry = source.llama_geometry() if has_layout_rule(source.llama_metadata) else None
     basis = None
     if geometry is not None:
-        weights, active = speed.weights_per_token(source.llama_metadata, geometry)
+        meta = source.llama_metadata
+        work = speed.model_work(meta, geometry, speed.weights_of(meta, geometry))
         read = "the geometry twin" if source.is_catalog else "the GGUF"
-        basis = WeightsBasis(weights.loaded_bytes, active,
-                             f"weights from the tensor infos of {read}: {active / 2**20:.2f} MiB read per decoded "
-                             "token")
+        basis = WeightsBasis(work, f"weights from the tensor infos of {read}: "
+                                   f"{work.decode_weight_bytes / 2**20:.2f} MiB read per decoded token")
     peak = runner.peak_bandwidth(gpu=any(p.n_gpu_layers for p in plan.configurations))
     machine = replace(sysinfo.this_machine(), memory_bandwidth=peak)
     return SweepBasis(source.model_block(source.llama_metadata.architecture, loaded=path), geometry, basis, peak,

@@ -15,10 +15,9 @@ from ...settings.params import Params
 
 @dataclass(frozen=True)
 class WeightsBasis:
-    """What the roofline of a bench record needs of the weights: all bytes, and those one decoded token reads."""
+    """What the roofline of a bench record needs of the weights: what a token reads and computes."""
 
-    all_bytes: int
-    active_bytes: int
+    work: speed.ModelWork
     basis: str
 
 
@@ -37,14 +36,26 @@ def roofline(geometry: ModelGeometry | None, weights: WeightsBasis | None, param
              avg_ts: float | None, peak_gbps: float | None) -> Roofline | None:
     if weights is None or geometry is None:
         return None
-    cost = speed.test_cost(geometry, params, weights.all_bytes, weights.active_bytes, str(test.kind), test.depth,
-                           test.n_tokens)
+    cost = test_cost(weights.work, params, test)
     achieved = cost.total_bytes * avg_ts / 1e9 if avg_ts else None
-    gqa = speed.token_cost(geometry, params, weights.active_bytes, test.depth + test.n_tokens // 2,
-                           as_full_gqa=True) if test.kind is TestKind.TG else None
+    gqa = speed.full_gqa_cost(geometry, params, weights.work, test.depth + test.n_tokens // 2) \
+        if test.kind is TestKind.TG else None
     return Roofline(cost.total_bytes, cost.weights_bytes, cost.kv_bytes, cost.recurrent_bytes, cost.attention_flops,
                     f"{weights.basis}; KV read at the test's middle depth" if test.kind is TestKind.TG
                     else f"{weights.basis}; every weight once per ubatch",
                     gqa.total_bytes if gqa else None, gqa.attention_flops if gqa else None,
                     round(achieved, 2) if achieved else None, peak_gbps,
                     round(achieved / peak_gbps, 4) if achieved and peak_gbps else None)
+
+
+def test_cost(work: speed.ModelWork, params: Params, test: BenchTest) -> speed.TokenCost:
+    """The average token of a test: tg's middle token; pp's share of its ubatches (each reads the weights it
+    touches once, writes and reads its KV rows, and attends over the cells before its tokens)."""
+    if test.kind is TestKind.TG:
+        return speed.decode_cost(work, params, test.depth + test.n_tokens // 2)
+    costs = [speed.ubatch_cost(work, params, start, n)
+             for start, n in speed.ubatches(params, test.n_tokens, test.depth)]
+    n = max(1, test.n_tokens)
+    return speed.TokenCost(test.depth, round(sum(c.weights_bytes for c in costs) / n),
+                           round(sum(c.kv_bytes for c in costs) / n), 0,
+                           round(sum(c.attention_flops for c in costs) / n))

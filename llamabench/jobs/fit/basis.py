@@ -38,7 +38,8 @@ def pool_basis(budgets: tuple[Budget, ...]) -> dict[str, str]:
     lines = "; ".join(f"{b.label}: {b.pool.ram / GIB:g} GiB of RAM shared by GPU and CPU, the device's "
                       f"{b.pool.ceiling_name} {b.bytes / GIB:.2f} GiB ({b.pool.ceiling_basis})" for b in pools)
     maps = ("; Metal maps the GGUF into its buffer: the card's weights are the file's span it maps (the MTP context "
-            "maps it again), the RAM holds each page once" if any(b.pool.maps_file for b in pools) else "")
+            "runs on the same model: nothing is mapped twice), the RAM holds each page once"
+            if any(b.pool.maps_file for b in pools) else "")
     return {"pool": f"unified memory, one pool with two limits: the device's buffers within its ceiling, device, host "
                     f"and mapped weights within the RAM less the OS's share. {lines}{maps}",
             "reserve": f"{pools[0].pool.os_reserve / GIB:g} GiB of the RAM kept for the OS and its apps (--reserve); "

@@ -41,6 +41,7 @@ from .basis import pool_basis, spec_words
 from .options import FitRequest
 from .probe import ComputeProbe
 from .search import Fitter
+from .speed import with_speeds
 from .verify import verify_fit
 
 
@@ -382,6 +383,7 @@ class FitSession:
                       ram=ram)
         session.ram_mode, session.probe_options = ram_mode, probe_options
         session.spec_types, session.weights_of, session.spec_params = spec_types, weights_of, spec_params
+        session.meta = file.meta
         if len(spec_types) > 1:
             session.basis["speculative"] = spec_words(geometry, spec_types, spec_params)
         session.emulate, session.backend, session.op_offload = emulate, devices.rules, op_offload
@@ -407,6 +409,7 @@ class FitSession:
     gpu_devices: tuple[str, ...] = ()  # a GPU build's devices, in order
     remote: tuple[str, ...] = ()  # --rpc hosts
 
+    meta = None  # the file's (or the twin's) metadata: what roofline's speed model prices a row's decode from
     probe_options: dict = {}  # the devices the dry runs use, for a draft model's own
     draft: "tuple[Fitter, Placement] | None" = None  # -md: the draft model's fitter and placement (-ngld)
     draft_devices: "tuple[int, ...] | None" = None  # -devd: the cards it is on (): none; None: the target's
@@ -501,6 +504,7 @@ class FitSession:
                 self.draft[0].compute_bytes.close()
         if not rows:
             raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
+        rows = with_speeds(rows, self.meta, self.geometry, self.weights_of, self.backend.name if self.backend else None)
         self.backend_weights_note(fitter, rows[0])
         refused = {n: why for f in fitters.values() for n, why in f.refused.items()}
         if refused:

@@ -183,12 +183,18 @@ def unified_budgets(budgets: list[Budget], *, unified: bool, wired_limit, reserv
         return budgets, reserve_bytes
     _check_pools(budgets, pooled, ram, rpc, reserve_bytes)
     os_reserve = reserve_bytes if reserve is not None else DEFAULT_OS_RESERVE
+    out = []
     for b in budgets:
         if os_reserve >= b.pool.ram:
             raise UsageError(f"--reserve {os_reserve / GIB:g} GiB leaves nothing of {b.label}'s RAM")
-        if backend is not None and parse_value("backend", backend, listed=False) != b.pool.backend:
-            raise UsageError(f"{b.label} runs llama.cpp's {b.pool.backend} backend: --backend {backend} does not apply")
-    return [replace(b, pool=replace(b.pool, os_reserve=os_reserve)) for b in budgets], 0
+        chosen = b.pool.backend if backend is None else parse_value("backend", backend, listed=False)
+        named = find_card(b.label)
+        runs = named.runs if named is not None else (b.pool.backend,)
+        if chosen not in runs:
+            raise UsageError(f"{b.label} runs llama.cpp's {' or '.join(runs)} backend: --backend {backend} does not "
+                             "apply")
+        out.append(replace(b, pool=replace(b.pool, os_reserve=os_reserve, backend=chosen)))
+    return out, 0
 
 
 def _check_pools(budgets: list[Budget], pooled: list[Budget], ram: Budget | None, rpc: tuple[str, ...],

@@ -169,15 +169,15 @@ class Fitter:
 
     def mapped_card_weights(self, settings: Params, placement: Placement, placed: int) -> int:
         """Metal's model buffer: the span of the file it maps for the card's tensors (where the offsets are known,
-        else the tensors' bytes), once more for the MTP context, which maps the same file again."""
+        else the tensors' bytes); with --spec-type draft-mtp the MTP layer's tensors are among them (the target loads
+        them, load_mtp), and the MTP context runs on that same model: nothing is mapped again."""
         ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
         span = self.weights.card_mapped(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe) if ngl else 0
-        span = placed if span is None else span
-        return span * (2 if settings.spec_type == speculative.MTP and span else 1)
+        return placed if span is None else span
 
     def shared_pages(self, settings: Params, placement: Placement, card_weights: int, host_weights: int) -> int:
         """Bytes of the file counted both in the card's weights and the host's (Metal maps one set of pages into
-        both, and the MTP context's mapping again): what the RAM holds once."""
+        both): what the RAM holds once."""
         if not self.maps_file:
             return 0
         ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
