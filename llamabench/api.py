@@ -40,11 +40,11 @@ from .jobs.fit.options import fit_request
 from .jobs.fit.options import remote_model as remote_model
 from .jobs.fit.options import runtime_config as runtime_config
 from .jobs.fit.quant_fits import QuantFit as QuantFit
-from .jobs.fit.quant_fits import QuantFits, fit_each
-from .jobs.fit.quants import list_quants, read_headers, wants_sweep
+from .jobs.fit.quant_fits import QuantFits, fit_catalog_quants, fit_each
+from .jobs.fit.quants import catalog_quants, list_quants, read_headers, wants_sweep
 from .jobs.fit.record import fit_record
 from .jobs.inspect.job import INSPECT_PARAMS as INSPECT_PARAMS
-from .jobs.inspect.job import inspect_record, inspection_of_run
+from .jobs.inspect.job import inspect_record, inspection_of_run, quant_argument
 from .jobs.quality.job import ContextOutcome, plan_quality, run_quality
 from .jobs.quality.lookup import weights_quality
 from .jobs.quality.record import merged, quality_record
@@ -66,19 +66,22 @@ from .settings.params import DEFAULT_N_CTX, Params
 from .settings.sweep import cache_pairs as cache_pairs
 from .settings.sweep import parse_value
 from .settings.values import Runtime
-from .world import catalog, paths
+from .world import catalog, hf_repo, paths
 
 PathLike = str | os.PathLike
 
 
 # inspect ---------------------------------------------------------------------------------------
-def inspect(model: str, *, results: PathLike | None = None, runtime=None, model_draft=None, **params) -> InspectRecord:
+def inspect(model: str, *, results: PathLike | None = None, runtime=None, model_draft=None, quant: str | None = None,
+            **params) -> InspectRecord:
     """The layer layout and the theoretical KV / recurrent footprint, computed from the GGUF's metadata, in the
     context `runtime` creates: llama-server (the default, as `fit`: 4 unified slots unless n_seq / kv_unified
     say otherwise) or llama-cpp-python (Llama(): one sequence); `model_draft` (llama-server's -md) sizes the
-    draft model's own context beside it."""
+    draft model's own context beside it; `quant` weighs the weights in that quant (a file: llama.cpp's recipe
+    asked of it without writing; a catalog id: its published file, else the recipe)."""
     return save(path_option("results", results),
-                inspect_record(model_argument(model), params, runtime, path_option("model_draft", model_draft)))
+                inspect_record(model_argument(model), params, runtime, path_option("model_draft", model_draft),
+                               quant_argument(quant)))
 
 
 # verify ----------------------------------------------------------------------------------------
@@ -140,11 +143,19 @@ def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = Non
     quant's command names it as llama.cpp's -hf does (-hf OWNER/REPO:QUANT); a quant whose header cannot be read
     carries its error, and the others still answer."""
     model = model_argument(model)
+    if not isinstance(quant, str):
+        raise UsageError(f"quant: 'all' or a comma list of quants, e.g. 'Q4_K_M,Q8_0' (not {quant!r})")
     if not wants_sweep(model, quant):
-        raise UsageError(f"{model}: fit_quants takes a repository, hf://OWNER/REPO (no :QUANT), and --quant")
+        raise UsageError(f"{model}: fit_quants takes a repository, hf://OWNER/REPO (no :QUANT), or a catalog id, and "
+                         "--quant all or a comma list")
     start = time.perf_counter()
-    found = list_quants(model, quant)
     results = path_option("results", results)
+    if not hf_repo.names_a_repo(model):  # a catalog id: each quant its published file, or the recipe's
+        quants = fit_catalog_quants(model, catalog_quants(model, quant),
+                                    fit_one=lambda name: fit(model, quant=name, results=None, **kwargs),
+                                    keep=lambda record: save(results, record))
+        return QuantFits(model, quants, 0, time.perf_counter() - start)
+    found = list_quants(model, quant)
     measured = weights_quality(results)  # read once, before this run appends its own records
     read, bytes_read = read_headers(found)
     quants = fit_each(found, read, measured, fit_one=lambda url, source: fit(url, results=None, _source=source,

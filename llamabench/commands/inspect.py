@@ -14,6 +14,7 @@ HELP = SUMMARY["inspect"]
 EXAMPLES = """examples:
   llamabench inspect qwen3-5-35b-a3b                 # built-in catalog entry, n_ctx 131072
   llamabench inspect model.gguf --ctx 32k -ctk q8_0 -ctv q8_0 --json
+  llamabench inspect model.gguf --quant Q2_K        # the file's weight in Q2_K: llama.cpp's recipe, nothing written
 """
 
 
@@ -25,13 +26,13 @@ RUNTIME_DEFAULTS = dict(defaults={"n_seq": None, "kv_unified": None, "swa_full":
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "runtime", "model_draft", "output", "results"),
-                            **RUNTIME_DEFAULTS)
+    arguments.add_arguments(parser, ("model", *api.INSPECT_PARAMS, "runtime", "model_draft", "quant", "output",
+                                     "results"), **RUNTIME_DEFAULTS)
 
 
 def run(args: argparse.Namespace) -> int:
     record = api.inspect(args.model, results=args.results, runtime=args.runtime, model_draft=args.model_draft,
-                         **keywords(args, api.INSPECT_PARAMS))
+                         quant=args.quant, **keywords(args, api.INSPECT_PARAMS))
     if record.inspection.context_warning:
         warn(record.inspection.context_warning)
     show(record, args.output, render_inspection)

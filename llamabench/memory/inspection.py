@@ -55,6 +55,7 @@ class Inspection:
     published: Published | None = None
     runtime: str = ""  # the program whose context is sized, in words (RuntimeConfig.describe); "" : not said
     draft: DraftFootprint | None = None  # -md: llama-server's draft model beside it
+    weights_basis: str = ""  # --quant: where weights_bytes comes from, in words ("": the tensor infos as they are)
 
     @property
     def f16_kv_bytes_per_token(self) -> int:

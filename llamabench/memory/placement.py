@@ -4,9 +4,11 @@ and how the fitting rows are ranked. Pure data and arithmetic; the search that m
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 
+from ..core.units import MIB
 from ..settings.budget import Budget
 from ..settings.params import Params
 from . import allocations
@@ -189,6 +191,39 @@ class FitRow:
     def ram_short_by(self) -> int:
         return 0 if self.ram_fits else self.ram_total - self.ram.bytes
 
+    @property
+    def shortfall(self) -> int:
+        """All it lacks: the card's (or the device ceiling's) and the RAM's, together."""
+        return self.short_by + self.ram_short_by
+
+
+@dataclass(frozen=True)
+class GrowingBounds:
+    """llama-server's bounds on what grows in system RAM, lowered so that a row fits: --cache-ram and
+    --ctx-checkpoints."""
+
+    cache_ram_mib: int
+    ctx_checkpoints: int
+    freed: int  # bytes the lower bounds free
+
+
+def bounds_that_fit(row: FitRow, cache_ram_mib: int, ctx_checkpoints: int) -> GrowingBounds | None:
+    """Where a row fits the card but not the RAM only because of what llama-server lets grow (its prompt cache, then
+    its context checkpoints, up to their bounds): the largest bounds that fit. None where the card does not fit, the
+    RAM fits already, the prompt cache has no bound, or even none of either would not make it fit."""
+    short = row.ram_short_by if not row.ram_mode else row.short_by
+    h = row.host
+    if not short or (not row.ram_mode and not row.card_fits) or h.prompt_cache_unlimited or short > h.growing:
+        return None
+    cache = max(0, h.prompt_cache - short)
+    left = max(0, short - h.prompt_cache)
+    checkpoints = ctx_checkpoints
+    if left:
+        each = h.checkpoints / ctx_checkpoints if ctx_checkpoints else 0
+        checkpoints = max(0, ctx_checkpoints - math.ceil(left / each)) if each else 0
+    cache_mib = min(cache_ram_mib, cache // MIB) if cache_ram_mib > 0 else 0
+    return GrowingBounds(cache_mib, checkpoints, short)
+
 
 # System RAM is about a tenth of a card's bandwidth: a row that reads more weights from it per token than the row
 # that reads least, by more than this share of the model's weights (or 256 MiB), decodes markedly slower
@@ -196,7 +231,9 @@ RAM_READ_SLACK = 0.02
 RAM_READ_SLACK_MIN = 256 * 2**20
 
 
-SPEED_SLACK = 0.03  # rows within this share of the fastest predicted decode are alike: the better KV type wins
+# rows within this share of the fastest predicted decode are alike: the better KV type wins (f16 KV at 128k decodes
+# 10-15% slower than q4_0, and is worth it), where weights read from system RAM cost several times that
+SPEED_SLACK = 0.25
 
 
 def recommend(rows: list[FitRow]) -> FitRow | None:

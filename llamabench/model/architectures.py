@@ -109,6 +109,7 @@ SSM_KEYS = (K.SSM_CONV_KERNEL, K.SSM_INNER_SIZE, K.SSM_STATE_SIZE, K.SSM_TIME_ST
 MAMBA1_SSM_KEYS = SSM_KEYS[:4]  # src/models/jamba.cpp, mamba.cpp read no ssm.group_count
 MLA_KEYS = (K.KEY_LENGTH_MLA, K.VALUE_LENGTH_MLA)
 KDA_KEYS = (K.SSM_CONV_KERNEL, K.KDA_HEAD_DIM)
+_QWEN_MTP_UNCONVERTED = ("nextn.embed_tokens.weight", "nextn.shared_head_head.weight")
 NO_LAYOUT_TAIL = "bench, verify, fit, roofline and twin answer with llama.cpp's own numbers, measured"
 
 
@@ -136,6 +137,9 @@ class Architecture:
     ple: bool = False  # qwen4exp: a PLE conv row beside the recurrent state on the layer in ple.layers
     no_rule: str = ""  # NO_RULE: why llamabench cannot express this architecture's cache
     expert_ffn_key: str | None = None  # the key that sizes routed experts' FFN width; None: no experts
+    # tensors the loader creates as optional (TENSOR_NOT_REQUIRED) that llama.cpp's converter never writes for this
+    # architecture, by their name within a layer: a twin leaves them out, as a converted file does
+    unconverted: tuple[str, ...] = ()
 
     @property
     def has_rule(self) -> bool:
@@ -275,9 +279,13 @@ _ROWS = (
     # --- hybrids (llm_arch_is_hybrid). The default attention filter of llama_memory_hybrid is !is_recr over
     # all n_layer_all layers (src/llama-memory-hybrid.cpp:48-50): NextN layers ARE in the main cache, unless
     # create_memory passes il < n_layer() filters (qwen3next/qwen35/qwen4exp/minimax-01, 2698-2704; glm5-next)
-    A("qwen35", L.INTERVAL, required_keys=SSM_KEYS, recurrent_state=_SSM),
-    A("qwen35moe", L.INTERVAL, required_keys=SSM_KEYS, recurrent_state=_SSM, expert_ffn_key=_EXP_FF),
-    A("qwen3next", L.INTERVAL, required_keys=SSM_KEYS, recurrent_state=_SSM, expert_ffn_key=_EXP_FF),
+    # conversion/qwen.py _QwenMtpMixin maps mtp.fc, the MTP norms and layers to the NextN block and never writes an
+    # embed_tokens or a shared head: the MTP layer reuses the trunk's (src/models/qwen35moe.cpp:136-137, optional)
+    A("qwen35", L.INTERVAL, required_keys=SSM_KEYS, recurrent_state=_SSM, unconverted=_QWEN_MTP_UNCONVERTED),
+    A("qwen35moe", L.INTERVAL, required_keys=SSM_KEYS, recurrent_state=_SSM, expert_ffn_key=_EXP_FF,
+      unconverted=_QWEN_MTP_UNCONVERTED),
+    A("qwen3next", L.INTERVAL, required_keys=SSM_KEYS, recurrent_state=_SSM, expert_ffn_key=_EXP_FF,
+      unconverted=_QWEN_MTP_UNCONVERTED),
     # M/qwen4exp.cpp:36-64,131-145: llama_memory_hybrid_idx (src/llama-model.cpp:2706-2711,2734-2755): an indexer
     # K cache on the trunk attention layers; a PLE conv row on the ple.layers layer (llama-memory-recurrent.cpp:109-114)
     A("qwen4exp", L.INTERVAL, required_keys=(*SSM_KEYS, K.INDEXER_KEY_LENGTH, K.HYPER_CONNECTION_COUNT),

@@ -43,6 +43,9 @@ class ModelMetadata:
     name: str = ""
     value_types: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # GGUFValueType(s) per key, files only
     array_lengths: Mapping[str, int] = field(default_factory=dict)  # entries of every array key (skimmed ones too)
+    # a catalog model whose converted file has no output.weight (tie_word_embeddings): llama.cpp reuses token_embd,
+    # and a twin leaves the optional output.weight out as the file does
+    tied_embeddings: bool = False
 
     def arch_key(self, suffix: str, default=None):
         """The value of `{architecture}.{suffix}`, or `default` when absent."""

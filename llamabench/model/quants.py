@@ -8,6 +8,11 @@ fallback type where no block divides a row). `llama.engine.quantize_recipe` asks
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
+from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
 LLAMA_FTYPES = {  # QUANT_OPTIONS's name -> enum llama_ftype (include/llama.h)
     "F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q2_K": 10, "Q3_K_S": 11,
     "Q3_K_M": 12, "Q3_K": 12, "Q3_K_L": 13, "Q4_K_S": 14, "Q4_K_M": 15, "Q4_K": 15, "Q5_K_S": 16, "Q5_K_M": 17,
@@ -39,3 +44,19 @@ def imatrix_note(quant: str, tensor_types: "dict[str, str] | None" = None) -> st
         return None
     return (f"{name} needs an importance matrix: llama-quantize makes it only with --imatrix FILE (src/llama-quant.cpp "
             "tensor_requires_imatrix); sized here as its recipe types the tensors, which an imatrix does not change")
+
+
+def retyped(meta, recipe: dict[str, str]):
+    """The model's tensor infos as a quant's recipe types them (`recipe`: tensor name -> ggml type name, what
+    llama.cpp's quantizer answers asked without writing): each tensor's bytes from its type's blocks
+    (gguf's GGML_QUANT_SIZES); a tensor the recipe does not name keeps its own type."""
+    out = []
+    for t in meta.tensors:
+        name = recipe.get(t.name)
+        if name is None:
+            out.append(t)
+            continue
+        kind = GGMLQuantizationType[name.upper()]
+        block, size = GGML_QUANT_SIZES[kind]
+        out.append(dataclasses.replace(t, ggml_type=int(kind), n_bytes=math.prod(t.shape) // block * size, offset=0))
+    return dataclasses.replace(meta, tensors=tuple(out))

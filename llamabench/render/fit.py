@@ -14,7 +14,7 @@ from ..jobs.fit.search import RAM_ADVICE_LLAMA, RAM_FLAGS
 from ..memory.allocations import COMPUTE_TOLERANCE_WORDS, PARTS, RAM_TOLERANCE_WORDS
 from ..memory.backends import BACKENDS
 from ..memory.fit_result import FitResult
-from ..memory.placement import FitRow, quality, recommend
+from ..memory.placement import FitRow, bounds_that_fit, quality, recommend
 from ..records.fit import FitVerification
 from ..runtimes.registry import run_line
 from .fields import Field, table
@@ -219,14 +219,34 @@ def _largest(result: FitResult, rows: list[FitRow]) -> list[str]:
             f"KV, {describe_placement(row.placement, result.n_layer_all)}:", f"   {run_line(result, shorter)}"]
 
 
+def _past_trained(result: FitResult, rows: list[FitRow]) -> list[str]:
+    """Where the verdict is: a context past the model's trained one (llama.cpp runs it; its answers are untested)."""
+    n_ctx, trained = rows[0].settings.n_ctx, result.n_ctx_train
+    if not trained or n_ctx <= trained:
+        return []
+    return [f"-> n_ctx {n_ctx:,} is past the model's trained context {trained:,}: llama.cpp runs it, but what the "
+            "model answers past it is untested"]
+
+
 def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
+    return _past_trained(result, rows) + _verdict_lines(result, rows)
+
+
+def _verdict_lines(result: FitResult, rows: list[FitRow]) -> list[str]:
     best = recommend(rows)
     if best:
         return [f"-> fits with {best.settings.type_k}/{best.settings.type_v} KV, "
                 f"{describe_placement(best.placement, result.n_layer_all)}:",
                 f"   {run_line(result, best)}", *_ram_lines(result, best), *_speed_line(result, rows, best)]
+    lowerable = [r for r in rows if r.card_fits and _lowered(result, r)]
+    if lowerable:  # the row recommended once llama-server's growing bounds are lowered to fit
+        best_lowered = recommend([replace(r, ram=None) for r in lowerable])
+        return _lowered(result, next(r for r in lowerable if replace(r, ram=None) == best_lowered))
     card_ok = [r for r in rows if r.card_fits]
-    if card_ok:  # the row that would be recommended if the RAM were not checked
+    closest_overall = min(rows, key=lambda r: r.shortfall)
+    if card_ok and not (closest_overall.pooled and not closest_overall.card_fits):
+        # the row that would be recommended if the RAM were not checked (a unified machine: only where it is also
+        # the closest; a row a few GiB past the working set beats one tens of GiB past the pool)
         best_on_card = recommend([replace(r, ram=None) for r in card_ok])
         row = next(r for r in card_ok if replace(r, ram=None) == best_on_card)
         card = f"the {row.budget.pool.ceiling_name}" if row.pooled else "the card"
@@ -234,15 +254,77 @@ def _verdict(result: FitResult, rows: list[FitRow]) -> list[str]:
         return [f"-> fits {card} with {row.settings.type_k}/{row.settings.type_v} KV, "
                 f"{describe_placement(row.placement, result.n_layer_all)}, but not {ram}:",
                 f"   {run_line(result, row)}", *_ram_lines(result, row)]
-    closest = min(rows, key=lambda r: r.short_by)
+    closest = min(rows, key=lambda r: r.shortfall)
     largest = max((r.max_n_ctx for r in rows), default=0)
     limit = f" of the {closest.budget.pool.ceiling_name}" if closest.pooled else ""
     # --cpu-only: the RAM is the budget, and the runtime's growing bounds may be what does not fit (say so)
     grows = _ram_lines(result, closest) if closest.ram_mode and closest.host.growing else []
     return [f"-> nothing fits: closest is {closest.settings.type_k}/{closest.settings.type_v} KV, "
             f"{describe_placement(closest.placement, result.n_layer_all)}, short{limit} by {_gib(closest.short_by)} "
-            "GiB; "
-            f"largest context that fits: {largest or 'none'}", *_largest(result, rows), *grows]
+            "GiB" + (f" and of the RAM by {_gib(closest.ram_short_by)} GiB" if closest.ram_short_by else "") + "; "
+            f"largest context that fits: {largest or 'none'}", *_largest(result, rows), *grows,
+            *_levers(result, closest)]
+
+
+def _levers(result: FitResult, row: FitRow) -> list[str]:
+    """What would make the closest row fit, where the machine allows it: a Mac's working set raised (--wired-limit,
+    where the pool has room for the device's buffers), llama-server's growing bounds lowered, one slot, a smaller
+    quant."""
+    out = []
+    pool = row.budget.pool
+    if pool is not None and pool.backend == "metal" and not row.card_fits:
+        need_mib = -(-row.card_total // MIB) + 256  # the device's buffers and a little room
+        if need_mib * MIB < pool.usable:
+            out.append(f"--wired-limit {need_mib} (sudo sysctl iogpu.wired_limit_mb={need_mib}): the working set "
+                       f"raised to the device's {_gib(row.card_total)} GiB; the pool of {_gib(pool.usable)} GiB has "
+                       "room for it")
+    if result.runtime.is_server:
+        h = row.host
+        if h.prompt_cache or h.checkpoints:
+            out.append(f"--cache-ram 0 and --ctx-checkpoints 0: llama-server's prompt cache and checkpoints may grow "
+                       f"{_gib(h.growing)} GiB in RAM")
+        if result.runtime.slots > 1:
+            out.append(f"-np 1: one slot instead of {result.runtime.slots} (its checkpoints and state are per slot)")
+    out.append("a smaller quant (fit -hf OWNER/REPO --quant all weighs each), or a smaller n_ctx")
+    return ["   what would make it fit: " + out[0], *(f"   or: {x}" for x in out[1:])]
+
+
+def _lowered(result: FitResult, row: FitRow) -> list[str]:
+    """A row that fits the card but not the RAM only through what llama-server lets grow (its prompt cache, its
+    checkpoints): the command at the asked context with bounds that fit, the bound that binds named."""
+    runtime = result.runtime
+    if not runtime.is_server:
+        return []
+    bounds = bounds_that_fit(row, runtime.cache_ram_mib, runtime.ctx_checkpoints)
+    if bounds is None:
+        return []
+    lowered_runtime = replace(runtime, cache_ram_mib=bounds.cache_ram_mib, ctx_checkpoints=bounds.ctx_checkpoints)
+    args = _with_flag(_with_flag(result.server_args, "--cache-ram", str(bounds.cache_ram_mib)), "--ctx-checkpoints",
+                      str(bounds.ctx_checkpoints))
+    lowered = replace(result, runtime=lowered_runtime, server_args=args)
+    h = row.host
+    each = h.checkpoints // runtime.ctx_checkpoints if runtime.ctx_checkpoints else 0
+    host = replace(h, prompt_cache=bounds.cache_ram_mib * MIB, checkpoints=each * bounds.ctx_checkpoints)
+    fitted = replace(row, host=host, pool_bytes=row.pool_bytes - (h.growing - host.growing) if row.pooled else 0)
+    ram = "the RAM of the pool" if row.pooled else "the system RAM"
+    binds = [f"--cache-ram {runtime.cache_ram_mib} (prompt cache <= {_gib(h.prompt_cache)} GiB)"]
+    if bounds.ctx_checkpoints != runtime.ctx_checkpoints:
+        binds.append(f"--ctx-checkpoints {runtime.ctx_checkpoints} (<= {_gib(h.checkpoints)} GiB)")
+    return [f"-> fits at n_ctx {row.settings.n_ctx:,} with {row.settings.type_k}/{row.settings.type_v} KV, "
+            f"{describe_placement(row.placement, result.n_layer_all)}, once llama-server's growing RAM is bounded "
+            f"lower: what binds is {ram}, not the context: at {' and '.join(binds)} it could grow "
+            f"{_gib(bounds.freed)} GiB past it:", f"   {run_line(lowered, fitted)}", *_ram_lines(lowered, fitted)]
+
+
+def _with_flag(args: tuple[str, ...], flag: str, value: str) -> tuple[str, ...]:
+    """The arguments with `flag`'s value set (replaced where given, appended where not)."""
+    out = list(args)
+    if flag in out:
+        i = out.index(flag)
+        if i + 1 < len(out):
+            out[i + 1] = value
+            return tuple(out)
+    return (*out, flag, value)
 
 
 def _ram_lines(result: FitResult, row: FitRow) -> list[str]:

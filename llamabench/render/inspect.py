@@ -173,7 +173,10 @@ def render_inspection(record: InspectRecord, fmt: str = "text") -> str:
                    f"{thousands(dfp.shape.n_ctx)} cells and {dfp.params.n_seq} slots (K {dfp.params.type_k}, V "
                    f"{dfp.params.type_v}, -ctkd/-ctvd): KV {mib(dfp.kv_bytes)}, recurrent "
                    f"{mib(dfp.recurrent_state_bytes)}{weights}")
-    if result.n_tensors:
+    if result.weights_basis:
+        out.append(f"Weights          {thousands(result.weights_bytes)} B = {mib(result.weights_bytes)}: "
+                   f"{result.weights_basis}")
+    elif result.n_tensors:
         out.append(f"Weights          {thousands(result.weights_bytes)} B = {mib(result.weights_bytes)} "
                    f"(sum of {result.n_tensors} tensor infos)")
     elif published is not None and published.quants:

@@ -35,7 +35,9 @@ def render_quants(result, fmt: str = "text") -> str:
     if fmt == "csv":
         return table(rows, FIELDS, "csv")
     out = [f"hf://{result.repo}: {len(result.quants)} quants fitted from their headers "
-           f"({result.bytes_read / 2**20:.2f} MiB read, {result.seconds:.1f} s)"]
+           f"({result.bytes_read / 2**20:.2f} MiB read, {result.seconds:.1f} s)" if "/" in result.repo else
+           f"{result.repo}: {len(result.quants)} quants fitted, each its published file or llama.cpp's recipe for the "
+           f"file type on the model's shape twin ({result.seconds:.1f} s)"]
     for budget, n_ctx in groups or [(None, None)]:
         mine = [(q, line) for q, line in rows if line is None or (line.budget, line.n_ctx) == (budget, n_ctx)]
         mine.sort(key=lambda pair: pair[0].size_bytes)

@@ -23,7 +23,7 @@ FLOAT_KEYS = {"rope.freq_base", "rope.freq_base_swa", "attention.layer_norm_rms_
 STRING_KEYS = {"rope.scaling.type"}
 MAX_CATALOG_BYTES = 16 * 2**20
 ENTRY_KEYS = {"id", "name", "architecture", "metadata", "kv_cache_bytes_per_token", "published_quants", "notes",
-              "sources", "mmproj"}
+              "sources", "mmproj", "tied_embeddings"}
 
 
 def catalog_path() -> Path:
@@ -123,13 +123,18 @@ def _entry(raw: dict, index: int) -> CatalogEntry:
         if required not in metadata:
             raise CatalogError(f"catalog entry '{entry_id}': metadata lacks '{required}'")
 
+    tied = raw.get("tied_embeddings", {"value": False})
+    if not isinstance(tied, dict) or not isinstance(tied.get("value"), bool) or (tied["value"] and not tied.get(
+            "source")):
+        raise CatalogError(f"catalog entry '{entry_id}': tied_embeddings is {{ value = true|false, source = \"...\" }}")
     kv_value, kv_source = _published_kv(entry_id, raw)
     quants = [_published_quant(entry_id, q) for q in raw.get("published_quants", [])]
 
     return CatalogEntry(
         id=entry_id,
         name=raw["name"],
-        metadata=ModelMetadata(source=f"catalog:{entry_id}", architecture=arch, keys=keys, name=raw["name"]),
+        metadata=ModelMetadata(source=f"catalog:{entry_id}", architecture=arch, keys=keys, name=raw["name"],
+                               tied_embeddings=tied["value"]),
         sources=sources,
         published_kv_bytes_per_token=kv_value,
         published_kv_source=kv_source,
@@ -170,6 +175,11 @@ def _load(path_str: str) -> tuple[CatalogEntry, ...]:
 
 def load_catalog(path: str | os.PathLike | None = None) -> tuple[CatalogEntry, ...]:
     return _load(str(path or catalog_path()))
+
+
+def find_entry(model_id: str) -> CatalogEntry | None:
+    """The catalog entry of this id, or None (a file, a URL, anything else)."""
+    return next((e for e in load_catalog() if e.id == str(model_id)), None)
 
 
 def get_entry(model_id: str, path: str | os.PathLike | None = None) -> CatalogEntry:

@@ -29,9 +29,11 @@ def test_a_published_quant_sizes_the_weights(capsys):
     assert "published Q4_K_M file size" in out and "llama.cpp's Q4_K_M recipe (llama_tensor_get_type)" in out
 
 
-def test_a_quant_beside_a_gguf_file_is_refused(capsys, gemma):
-    assert main(["fit", str(gemma), "--quant", "Q8_0", "-c", "8192"]) == 2
-    assert "is a GGUF file" in capsys.readouterr().err
+def test_a_quant_beside_a_gguf_file_asks_llama_cpps_recipe_of_that_file(capsys, gemma):
+    """Door round 3, trap 6: `fit FILE --quant Q8_0` was refused; it is "what would my file weigh in Q8_0"."""
+    assert main(["fit", str(gemma), "--quant", "Q8_0", "-c", "8192"]) == 0
+    out = capsys.readouterr().out
+    assert "as llama.cpp's Q8_0 recipe types its tensors" in out and "-m gemma-3-270m-q4_k_m-Q8_0.gguf" in out
 
 
 def test_a_benchs_results_alone_make_a_report(capsys, tmp_path, gemma):
@@ -170,7 +172,7 @@ def test_the_recommended_placement_is_the_one_expected_to_decode_fastest(capsys)
     assert best.ram_read_bytes == min(r.ram_read_bytes for r in fitting)
     assert (best.settings.type_k, best.placement.n_gpu_layers(record.fit.n_layer_all)) == ("q4_0", 46)
     # no published size: llama.cpp's own Q4_K_M recipe on the shape twin, what llama-quantize writes (not tq1_0 bytes)
-    assert ("llama.cpp's Q4_K_M recipe (llama_tensor_get_type) on a full-size shape twin, 16.14 GiB (17.34 GB of "
+    assert ("llama.cpp's Q4_K_M recipe (llama_tensor_get_type) on a full-size shape twin, 15.41 GiB (16.54 GB of "
             "10^9 bytes)") in record.fit.basis["weights"]
     assert main(["fit", "gemma-3-27b", "--vram", "16GiB"]) == 0
     assert "chosen for speed: each token reads 3.98 GiB of weights from system RAM" in capsys.readouterr().out

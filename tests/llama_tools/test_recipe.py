@@ -8,8 +8,10 @@ import subprocess
 
 import pytest
 
+import llamabench as lb
 from llamabench.jobs.twin.writer import GGML_TYPE_NAMES
 from llamabench.llama import worker
+from llamabench.runtimes.llama_server import llama_server_command
 from llamabench.model.quants import ftype_of
 from llamabench.world import gguf_file
 from tests.support.llama_server import tools_dir
@@ -31,3 +33,11 @@ def test_the_recipe_is_what_llama_quantize_writes(qwen, tmp_path, quant):
     recipe = dict(worker.quantize_recipe(str(qwen), ftype_of(quant)))
     assert recipe.keys() == written.keys()
     assert {n: GGML_TYPE_NAMES.get(t.ggml_type) for n, t in written.items()} == recipe  # tensor for tensor
+    # `inspect FILE --quant Q` and `fit FILE --quant Q` weigh the file as llama-quantize writes it (they were refused)
+    tensors = sum(t.n_bytes for t in written.values())
+    weighed = lb.inspect(str(qwen), quant=quant, n_ctx=4096).inspection.weights_bytes
+    assert weighed == tensors and abs(out.stat().st_size - weighed) < 0.02 * out.stat().st_size  # + the vocabulary
+    fit = lb.fit(str(qwen), quant=quant, n_ctx=4096, vram="4GiB", type_k="f16", type_v="f16", n_gpu_layers=[99]).fit
+    row = fit.rows[0]
+    assert row.parts.weights + row.host.weights == tensors
+    assert f"-{quant}.gguf" in llama_server_command(fit, row)

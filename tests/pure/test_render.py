@@ -54,9 +54,17 @@ def test_fit_text_gives_the_command_of_the_recommendation():
 
 
 def test_a_placement_that_fits_the_card_but_not_the_ram_names_the_flags():
+    """Where only llama-server's growing bounds pass the RAM, the answer is the command at the asked context with
+    bounds that fit, the bound that binds named (it said "does NOT fit, max n_ctx 9472" for gpt-oss-20b on a 24 GB
+    Mac, which fits 131072 with --cache-ram 0); where lowering them cannot help, the flags to shrink it with."""
     text = render_text(fit_result(int(1.2 * GIB), ram=Budget("4GiB", 4 * GIB)))
-    assert "RAM no (-" in text and "but not the system RAM" in text
-    assert "does NOT fit" in text and "--cache-ram, --ctx-checkpoints, -np" in text
+    assert "RAM no (-" in text and "once llama-server's growing RAM is bounded lower" in text
+    assert "what binds is the system RAM, not the context: at --cache-ram 8192" in text
+    command = next(line for line in text.splitlines() if line.strip().startswith("llama-server"))
+    assert "-c 8192" in command and int(command.split("--cache-ram ")[1].split()[0]) < 8192
+    assert "grows to 4.00 GiB" in text and "of 4GiB: fits" in text
+    tight = render_text(fit_result(int(1.2 * GIB), ram=Budget("0.5GiB", GIB // 2)))  # the start alone passes it
+    assert "but not the system RAM" in tight and "--cache-ram, --ctx-checkpoints, -np" in tight
     assert "-> fits with" in render_text(fit_result(int(1.2 * GIB), ram=Budget("16GiB", 16 * GIB)))
 
 

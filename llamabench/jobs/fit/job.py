@@ -36,7 +36,7 @@ from ...settings.params import Params
 from ...world import remote as remote_reader
 from ...world import sysinfo
 from ..source import ModelSource, read_any, resolve
-from ..twin.shape import published_weights
+from ..twin.shape import file_in_quant, published_weights
 from .basis import pool_basis, spec_words
 from .options import FitRequest
 from .probe import ComputeProbe
@@ -241,12 +241,13 @@ class _WeightsFile:
 def _weights_file(source: ModelSource, verify: bool, quant: str | None = None) -> _WeightsFile:
     """The GGUF itself, a catalog id's geometry twin (--verify runs on it), else a full-size shape twin; --quant is
     a catalog model's published quant, never ignored: refused in one line where it cannot be honoured."""
-    if quant is not None and (source.path or source.url):
-        raise UsageError(f"--quant {quant}: {source.label} is a GGUF file, which is one quant already",
-                         hint="--quant picks a catalog model's published file size; leave it out")
     if quant is not None and verify:
         raise UsageError(f"--quant {quant} with --verify: verify runs llama.cpp on the geometry twin, whose weights "
                          "are not that quant", hint="leave out --verify, or --quant")
+    if quant is not None and (source.path or source.url):  # the file as llama-quantize would write it in that quant
+        requant = file_in_quant(source, quant)
+        return _WeightsFile(str(source.gguf_for_llama()), requant.meta, requant.basis + "; compute buffers from the "
+                            "file as it is (a dry run on its own tensors)", requant.hint)
     if verify or source.path:
         path = str(source.gguf_for_llama())
         meta = source.llama_metadata

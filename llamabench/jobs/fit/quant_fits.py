@@ -12,6 +12,8 @@ from ...core.errors import LlamabenchError
 from ...records.fit import FitRecord
 from ...records.quality import QualityRow
 from ...runtimes.registry import run_line
+from ..source import resolve
+from ..twin.shape import published_weights
 from .advice import describe_placement
 from .quants import QuantLine, ReadQuant, RepoQuants
 
@@ -104,3 +106,24 @@ def fit_each(found: RepoQuants, read: list[ReadQuant], measured: dict[str, Quali
         quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, keep(record),
                                quality=measured.get(r.source.label)))
     return tuple(quants)
+
+
+def fit_catalog_quants(model: str, names: tuple[str, ...], *, fit_one: Callable[[str], FitRecord],
+                       keep: Callable[[FitRecord], FitRecord]) -> tuple[QuantFit, ...]:
+    """Each quant of a catalog model weighed (its published file, else llama.cpp's recipe for the file type on the
+    model's shape twin) and fitted (`fit_one(name)`: fit with that --quant); one that cannot be weighed or fitted
+    carries its error, and the others still answer."""
+    source = resolve(model)
+    out = []
+    for name in names:
+        hint = f"{model}-{name}.gguf"
+        try:
+            weighed = published_weights(source, name)
+            size = weighed.scale or weighed.meta.weights_bytes
+            n_params = sum(math.prod(t.shape) for t in weighed.meta.tensors)
+            record = fit_one(name)
+        except LlamabenchError as exc:
+            out.append(QuantFit(name, hint, model, 0, 0, error=str(exc)))
+            continue
+        out.append(QuantFit(name, weighed.hint, model, size, n_params, keep(record)))
+    return tuple(out)

@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ...core.errors import LlamabenchError, UsageError
-from ...world import hf_repo, remote
+from ...model.quants import LLAMA_FTYPES, ftype_of
+from ...world import catalog, hf_repo, remote
 from ...world.remote import RemoteError
 from ..source import ModelSource, resolve
 
@@ -40,9 +41,39 @@ class RepoQuants:
         return f"hf://{self.repo}/{q.file}" + (f"@{self.revision}" if self.revision else "")
 
 
+# what `fit CATALOG_ID --quant all` weighs beside the published files: llama-quantize's common file types, each as
+# llama.cpp's own recipe types the model's tensors (asked without writing)
+RECIPE_QUANTS = ("Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0")
+
+
 def wants_sweep(model: str, quant: str | None) -> bool:
-    """A repository (hf://OWNER/REPO, no tag) with --quant: every quant asked, fitted from its header."""
-    return quant is not None and hf_repo.names_a_repo(model) and ":" not in model[len("hf://"):].partition("@")[0]
+    """Several quants asked: a repository (hf://OWNER/REPO, no tag) with --quant, every quant asked fitted from its
+    header; or a catalog id with --quant all or a comma list, each weighed as its published file or the recipe."""
+    if quant is None:
+        return False
+    if hf_repo.names_a_repo(model) and ":" not in model[len("hf://"):].partition("@")[0]:
+        return True
+    several = str(quant).strip().lower() == "all" or "," in str(quant)
+    return several and catalog.find_entry(model) is not None
+
+
+def catalog_quants(model: str, quant: str) -> tuple[str, ...]:
+    """The quants --quant asks of a catalog model: all (its published files, then llama-quantize's common file
+    types), or a comma list, each a published quant or a file type (UsageError naming what is neither)."""
+    entry = catalog.find_entry(model)
+    published = [q.name for q in entry.published_quants]
+    asked = [t.strip() for t in str(quant).split(",") if t.strip()]
+    if not asked:
+        raise UsageError(f"--quant {quant!r}: no quant named", hint="--quant all, or a comma list: Q4_K_M,Q8_0")
+    if [t.lower() for t in asked] == ["all"]:
+        return tuple(dict.fromkeys([*published, *RECIPE_QUANTS]))
+    by_upper = {q.upper(): q for q in published}
+    unknown = [t for t in asked if t.upper() not in by_upper and ftype_of(t) is None]
+    if unknown:
+        raise UsageError(f"--quant {', '.join(unknown)}: neither a published quant of {model} nor a llama-quantize "
+                         "file type", hint="published: " + (", ".join(published) or "none") + "; file types: "
+                         + ", ".join(LLAMA_FTYPES))
+    return tuple(dict.fromkeys(by_upper.get(t.upper(), t.upper()) for t in asked))
 
 
 def list_quants(model: str, quant: str) -> RepoQuants:

@@ -22,6 +22,7 @@ from ...settings.sweep import params_from
 from ..arguments import call_values
 from ..fit.options import runtime_config
 from ..source import ModelSource, resolve
+from ..twin.shape import file_in_quant, published_weights
 
 INSPECT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_seq", "kv_unified", "swa_full", "n_batch",
                   "n_ubatch", "n_rs_seq", "spec_type", "spec_draft_n_max", "type_k_draft", "type_v_draft")
@@ -61,12 +62,17 @@ def runtime_params(params: dict[str, Any], runtime=None, model_draft=None) -> tu
     return (p.replace(swa_full=values["swa_full"]) if "swa_full" in given else p), config
 
 
-def inspect_model(model: str, params: dict[str, Any], runtime=None, model_draft=None) -> Inspected:
+def inspect_model(model: str, params: dict[str, Any], runtime=None, model_draft=None,
+                  quant: str | None = None) -> Inspected:
     """The inspection of MODEL with these parameters in the context `runtime` creates (and a draft model's beside
-    it), and KV against n_ctx up to the trained context."""
+    it), and KV against n_ctx up to the trained context; `quant`: the weights in that quant."""
     p, config = runtime_params(params, runtime, model_draft)
     source = resolve(model)
     result = inspect_metadata(source.metadata, p, source.entry, draft_model=model_draft is not None)
+    if quant is not None:
+        weighed = file_in_quant(source, quant) if source.path or source.url else published_weights(source, quant)
+        total = weighed.scale or weighed.meta.weights_bytes
+        result = replace(result, weights_bytes=total, n_tensors=len(weighed.meta.tensors), weights_basis=weighed.basis)
     if model_draft is not None:
         draft = resolve(draft_argument(model_draft))
         result = replace(result, draft=draft_footprint(draft.label, draft.metadata, result.footprint.params))
@@ -77,9 +83,19 @@ def inspect_model(model: str, params: dict[str, Any], runtime=None, model_draft=
     return Inspected(source, result, kv_curve(result.geometry, result.footprint.params, top))
 
 
-def inspect_record(model: str, params: dict[str, Any], runtime=None, model_draft=None) -> InspectRecord:
+def quant_argument(quant) -> str | None:
+    """--quant as the API takes it: None, or a non-empty name."""
+    if quant is None:
+        return None
+    if not isinstance(quant, str) or not quant.strip():
+        raise UsageError(f"quant: a quant's name, e.g. Q4_K_M (not {quant!r})")
+    return quant.strip()
+
+
+def inspect_record(model: str, params: dict[str, Any], runtime=None, model_draft=None,
+                   quant: str | None = None) -> InspectRecord:
     """`inspect`'s answer as its record."""
-    found = inspect_model(model, params, runtime, model_draft)
+    found = inspect_model(model, params, runtime, model_draft, quant)
     return InspectRecord(model=found.source.model_block(found.inspection.geometry.architecture),
                          inspection=found.inspection, kv_curve=found.kv_curve)
 

@@ -35,7 +35,7 @@ def cached_file(kind_folder: str, meta: ModelMetadata, label: str, extra_files: 
     """
     files = [architectures.__file__, build.__file__, generic.__file__, user_model.__file__, writer.__file__,
              *extra_files]
-    digest = hashlib.sha256(json.dumps(sorted(meta.keys.items()), default=str).encode())
+    digest = hashlib.sha256(json.dumps([sorted(meta.keys.items()), meta.tied_embeddings], default=str).encode())
     digest.update(LLAMA_CPP_PYTHON_VERSION.encode())
     for name in files:
         digest.update(Path(name).read_bytes())

@@ -30,6 +30,7 @@ from ...llama import worker
 from ...llama.user_model import GGUF_TYPE_IDS, INT_TYPES, GgufValue, Metadata, TensorShape
 from ...memory.footprint import compute_footprint
 from ...memory.verification import all_ok, compare
+from ...model import architectures
 from ...model import gguf_keys as K
 from ...model.layout import geometry_from_metadata
 from ...model.metadata import ModelMetadata
@@ -165,6 +166,30 @@ def twin_tensors(tensors: tuple[TensorShape, ...]) -> tuple[TensorShape, ...]:
         return False
 
     return tuple(t for t in tensors if not sidecar(t.name))
+
+
+def converted(meta: ModelMetadata, tensors: tuple[TensorShape, ...]) -> tuple[TensorShape, ...]:
+    """llama.cpp's list without the optional tensors a converted file of this model lacks: output.weight where the
+    model ties its embeddings (a catalog entry's tied_embeddings: llama.cpp then reuses token_embd), and what the
+    architecture's converter never writes (architectures.Architecture.unconverted: Qwen3.5's NextN embed_tokens and
+    shared head)."""
+    rule = architectures.lookup(meta.architecture)
+    gone = rule.unconverted if rule is not None else ()
+
+    def base(name: str) -> str:  # a weight and its quantization sidecars (.scale, .input_scale) go together
+        for suffix in (".weight", ".input_scale", ".scale"):
+            if name.endswith(suffix):
+                return name[: -len(suffix)]
+        return name
+
+    dropped = {base(g) for g in gone}
+
+    def kept(name: str) -> bool:
+        if meta.tied_embeddings and base(name) == "output":
+            return False
+        return not (name.startswith("blk.") and base(name.split(".", 2)[-1]) in dropped)
+
+    return tuple(t for t in tensors if kept(t.name))
 
 
 TensorTypes = Callable[[str], "str | None"]  # a tensor's name -> the ggml type a published file stores it in, or None
@@ -350,7 +375,7 @@ def write_generic_twin(meta: ModelMetadata, out_path: str | os.PathLike, *,
     if narrow is not None:  # a narrow hidden size where no cache depends on it, llama.cpp sizing it as the theory
         try:
             keys, tensors = listed_tensors(with_vocab(narrow, N_VOCAB))
-            twin = _write_checked(keys, tensors, out_path, progress)
+            twin = _write_checked(keys, converted(meta, tensors), out_path, progress)
             if _llama_sizes_as_theory(twin.path, real):
                 return twin
         except EngineError:
@@ -365,7 +390,7 @@ def write_generic_twin(meta: ModelMetadata, out_path: str | os.PathLike, *,
         except EngineError as exc:
             refused = refused or exc
             continue
-        return _write_checked(keys, tensors, out_path, progress)
+        return _write_checked(keys, converted(meta, tensors), out_path, progress)
     raise refused or EngineError(f"{meta.source}: no twin keys llama.cpp accepts")
 
 
@@ -374,7 +399,7 @@ def write_generic_shape_twin(meta: ModelMetadata, out_path: str | os.PathLike, n
     """Every real size and the real vocabulary size (`n_vocab`), all data zero, big matrices in tq1_0 (or, with
     `types`, in a published file's types)."""
     keys, tensors = listed_tensors(shape_twin_keys(meta, n_vocab))
-    return _write_checked(keys, tensors, out_path, None, checked=checked, types=types)
+    return _write_checked(keys, converted(meta, tensors), out_path, None, checked=checked, types=types)
 
 
 def shape_twin_keys(meta: ModelMetadata, n_vocab: int) -> dict[str, GgufValue]:

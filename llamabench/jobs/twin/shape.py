@@ -20,7 +20,7 @@ from ...core.errors import BadModelFile, EngineError, UsageError
 from ...core.units import file_size
 from ...llama import worker
 from ...model.metadata import TWIN_TENSOR_TYPES, ModelMetadata, PublishedQuant
-from ...model.quants import LLAMA_FTYPES, ftype_of
+from ...model.quants import LLAMA_FTYPES, ftype_of, imatrix_note, retyped
 from ...world import gguf_file
 from ..seeds.store import is_seeded
 from .cache import cached_file
@@ -148,3 +148,28 @@ def q4_0_bytes(meta) -> int:
     of a Q4 file. ggml's own row size (cache_types.row_bytes); a tq1_0 row is a multiple of 256, so of 32."""
     return sum(cache_types.row_bytes("q4_0", t.shape[0]) * math.prod(t.shape[1:])
                if GGML_TYPE_NAMES.get(t.ggml_type) == "tq1_0" else t.n_bytes for t in meta.tensors)
+
+
+def file_in_quant(source, quant: str) -> ShapeWeights:
+    """A local GGUF's weights as llama-quantize would write them in `quant` (`fit FILE --quant Q2_K`): llama.cpp's
+    own recipe for that file type asked of this very file (llama_model_quantize with dry_run and allow_requantize,
+    nothing written), each tensor's bytes from the type it gets. UsageError for a remote file (its tensor data is
+    not here) or a name that is not one of llama-quantize's file types."""
+    if source.path is None or source.url:
+        raise UsageError(f"--quant {quant} on {source.label}: the recipe is asked of the file's own tensors, which "
+                         "are not here", hint="download the file, or read that quant's own header: -hf OWNER/REPO:"
+                                              f"{quant}")
+    ftype = ftype_of(quant)
+    if ftype is None:
+        raise UsageError(f"--quant {quant}: not one of llama-quantize's file types",
+                         hint="its file types: " + ", ".join(LLAMA_FTYPES))
+    recipe = dict(worker.quantize_recipe(str(source.path), ftype))
+    meta = retyped(source.metadata, recipe)
+    name = quant.strip().upper()
+    stem = source.path.name.removesuffix(".gguf")
+    basis = (f"{source.path.name} as llama.cpp's {name} recipe types its tensors (llama_tensor_get_type, asked of "
+             f"this file without writing, as llama-quantize --allow-requantize would): {file_size(meta.weights_bytes)}"
+             f" against {file_size(source.metadata.weights_bytes)} as it is")
+    needs = imatrix_note(name, recipe)
+    return ShapeWeights(source.path, meta, None, None, False, basis + (f"; {needs}" if needs else ""),
+                        f"{stem}-{name}.gguf")
