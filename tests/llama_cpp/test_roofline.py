@@ -49,7 +49,7 @@ def test_the_dgx_spark_runs_llama_cpp_published_are_met(run):
 
 def test_the_mtp_layer_is_read_only_under_draft_mtp():
     """Qwen3.5-35B-A3B's NextN layer: llama-server loads and runs it with --spec-type draft-mtp alone. roofline counted
-    it in every decoded token (2349.9 MiB where the model read 1793.6, then). The twin holds the tensors a converted file
+    it in every decoded token (2349.9 MiB where the model read 1793.6, then). The twin holds what a converted file
     holds (no nextn.embed_tokens, no nextn.shared_head_head): the NextN layer reads 38 MiB a token, routed experts
     8 of 256."""
     plain = lb.roofline("qwen3-5-35b-a3b", card="rtx-4090", n_depth=[4096], n_ctx=8192)

@@ -11,8 +11,8 @@ import pytest
 import llamabench as lb
 from llamabench.jobs.twin.writer import GGML_TYPE_NAMES
 from llamabench.llama import worker
-from llamabench.runtimes.llama_server import llama_server_command
 from llamabench.model.quants import ftype_of
+from llamabench.runtimes.llama_server import llama_server_command
 from llamabench.world import gguf_file
 from tests.support.llama_server import tools_dir
 from tests.support.offload_models import QUANTIZE_TIMEOUT_S
