@@ -41,7 +41,7 @@ from .jobs.fit.options import remote_model as remote_model
 from .jobs.fit.options import runtime_config as runtime_config
 from .jobs.fit.quant_fits import QuantFit as QuantFit
 from .jobs.fit.quant_fits import QuantFits, fit_catalog_quants, fit_each
-from .jobs.fit.quants import catalog_quants, list_quants, read_headers, wants_sweep
+from .jobs.fit.quants import SweepWatch, asked_quants, catalog_quants, list_quants, read_headers, wants_sweep
 from .jobs.fit.record import fit_record
 from .jobs.inspect.job import INSPECT_PARAMS as INSPECT_PARAMS
 from .jobs.inspect.job import inspect_record, inspection_of_run, quant_argument
@@ -67,6 +67,7 @@ from .settings.sweep import cache_pairs as cache_pairs
 from .settings.sweep import parse_value
 from .settings.values import Runtime
 from .world import catalog, hf_repo, paths
+from .world.remote import bytes_read as remote_bytes_read
 
 PathLike = str | os.PathLike
 
@@ -123,7 +124,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     request = fit_request(model_argument(model), params, vram=vram, ram=ram,
                           cpu_only=flag("cpu_only", cpu_only), reserve=reserve, verify=flag("verify", verify),
                           emulate=flag("emulate", emulate), mmproj=path_option("mmproj", mmproj),
-                          no_mmproj_offload=flag("no_mmproj_offload", no_mmproj_offload), quant=quant,
+                          no_mmproj_offload=flag("no_mmproj_offload", no_mmproj_offload), quant=quant_argument(quant),
                           remote=flag("remote", remote), runtime=runtime,
                           n_seq=n_seq, kv_unified=kv_unified, cache_ram=cache_ram, ctx_checkpoints=ctx_checkpoints,
                           rpc=rpc, model_draft=path_option("model_draft", model_draft),
@@ -137,31 +138,37 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     return save(results, fit_record(run_fit(request, _source), model, results))
 
 
-def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = None, **kwargs) -> QuantFits:
+def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = None,
+               on_quant: Callable[[str], None] | None = None, **kwargs) -> QuantFits:
     """Every quant of a Hugging Face repository (hf://OWNER/REPO; `quant` "all" or a comma list of tags) fitted from
-    its header as `fit` fits a file, with the same keywords; the headers read side by side, a few at a time. Each
-    quant's command names it as llama.cpp's -hf does (-hf OWNER/REPO:QUANT); a quant whose header cannot be read
-    carries its error, and the others still answer."""
+    its header as `fit` fits a file, with the same keywords; the headers read side by side, a few at a time, each
+    quant fitted as its header arrives and told to `on_quant` (a callable taking a line). Each quant's command names it
+    as llama.cpp's -hf does (-hf OWNER/REPO:QUANT); a quant whose header cannot be read carries its error, and the
+    others still answer. A sweep weighs MAX_QUANTS quants at most (a UsageError past it, before any header is read)
+    and stops at SWEEP_SECONDS (DeadlinePassed), both saying how to narrow it."""
     model = model_argument(model)
     if not isinstance(quant, str):
         raise UsageError(f"quant: 'all' or a comma list of quants, e.g. 'Q4_K_M,Q8_0' (not {quant!r})")
+    asked_quants(quant)  # none named, or too many: said before the hub is asked
     if not wants_sweep(model, quant):
         raise UsageError(f"{model}: fit_quants takes a repository, hf://OWNER/REPO (no :QUANT), or a catalog id, and "
                          "--quant all or a comma list")
     start = time.perf_counter()
+    watch = SweepWatch(model, on_quant)
     results = path_option("results", results)
     if not hf_repo.names_a_repo(model):  # a catalog id: each quant its published file, or the recipe's
         quants = fit_catalog_quants(model, catalog_quants(model, quant),
                                     fit_one=lambda name: fit(model, quant=name, results=None, **kwargs),
-                                    keep=lambda record: save(results, record))
+                                    keep=lambda record: save(results, record), watch=watch)
         return QuantFits(model, quants, 0, time.perf_counter() - start)
     found = list_quants(model, quant)
     measured = weights_quality(results)  # read once, before this run appends its own records
-    read, bytes_read = read_headers(found)
-    quants = fit_each(found, read, measured, fit_one=lambda url, source: fit(url, results=None, _source=source,
-                                                                              **kwargs),
-                      keep=lambda record: save(results, record))
-    return QuantFits(found.repo, tuple(quants), bytes_read, time.perf_counter() - start)
+    before = remote_bytes_read()
+    with read_headers(found) as read:
+        quants = fit_each(found, read, measured, fit_one=lambda url, source: fit(url, results=None, _source=source,
+                                                                                  **kwargs),
+                          keep=lambda record: save(results, record), watch=watch)
+    return QuantFits(found.repo, quants, remote_bytes_read() - before, time.perf_counter() - start)
 
 
 # bench -----------------------------------------------------------------------------------------

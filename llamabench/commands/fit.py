@@ -75,9 +75,14 @@ def run(args: argparse.Namespace) -> int:
     given = {k: v for k, v in keywords(args, api.FIT_PARAMS).items() if not (k == "spec_type" and v is None)}
     line = StatusLine(enabled=sys.stderr.isatty())
     if wants_sweep(args.model or "", args.quant):  # -hf OWNER/REPO --quant all|Q4_K_M,Q8_0: every quant's header
+
+        def said(text: str) -> None:  # one line per quant, each its own: the status line cleared first
+            line.close()
+            print(text, file=sys.stderr, flush=True)
+
         try:
             swept = api.fit_quants(args.model, **{k: v for k, v in keywords(args, OPTIONS).items() if k != "model"},
-                                   **given, progress=line)
+                                   **given, progress=line, on_quant=said)
         finally:
             line.close()
         show(swept, args.output, render_quants)

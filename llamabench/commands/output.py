@@ -26,7 +26,7 @@ def show(result, fmt: OutputFormat, render: Callable[..., str]) -> None:
         print(render(result, str(fmt)))
 
 
-CALLBACKS = ("progress", "on_event")  # what a command passes itself: its own progress line
+CALLBACKS = ("progress", "on_event", "on_quant")  # what a command passes itself: its own progress lines
 
 
 def api_options(function, *, leave_out: tuple[str, ...] = ()) -> tuple[str, ...]:

@@ -45,3 +45,8 @@ class Stalled(EngineError):
 
 class UntrustedCache(LlamabenchError):
     """A cache folder or file the user does not own, that others can write, or that is a link: not used."""
+
+
+class DeadlinePassed(LlamabenchError):
+    """Work stopped at its deadline (a sweep of many quants): the message says how far it got, the hint how to ask
+    for less."""

@@ -97,13 +97,15 @@ class ModelSource:
                         is_twin=self.path is None and loaded is not None, **extra)
 
 
-def resolve(model: str) -> ModelSource:
+def resolve(model: str, *, quiet: bool = False) -> ModelSource:
+    """MODEL as every command sees it; `quiet`: a remote header read says nothing on stderr (a sweep says one line
+    per quant instead)."""
     if not model:
         raise BadModelFile("no model given")
     if remote.is_remote(model):
         spec = model[len("hf://"):].partition("@")[0] if hf_repo.names_a_repo(model) else None
         model = hf_repo.expand(model)  # hf://OWNER/REPO[:QUANT]: the file llama.cpp's -hf would load
-        meta, local = _read_remote(model)
+        meta, local = _read_remote(model, quiet)
         return ModelSource(meta, None, local, file_label(local, _catalog_ids()), url=remote.redact(model),
                            hf_spec=spec)
     if looks_like_path(model):
@@ -126,11 +128,11 @@ def read_any(model: str):
     return _read_remote(hf_repo.expand(model))[0] if remote.is_remote(model) else gguf_file.read_metadata(model)
 
 
-def _read_remote(model: str):
+def _read_remote(model: str, quiet: bool = False):
     """(metadata, local sparse copy) of a remote GGUF, the parts of a split set fetched beside the first; the
     metadata's source is the URL as shown (no password, no query string)."""
-    fetched = remote.fetch_header(model, cache_dir())
+    fetched = remote.fetch_header(model, cache_dir(), quiet=quiet)
     meta = gguf_file.read_metadata(
         fetched.path, part=lambda index, count: remote.fetch_header(remote.part_url(model, index, count),
-                                                                    cache_dir()).path)
+                                                                    cache_dir(), quiet=quiet).path)
     return replace(meta, source=remote.redact(model)), fetched.path

@@ -16,6 +16,9 @@ from .binding import ggml_lib, llama_module
 from .ggml_devices import NO_DEVICE, find_device
 
 MTP = speculative.MTP
+LOAD_MODES = {"auto": "LLAMA_LOAD_MODE_AUTO", "none": "LLAMA_LOAD_MODE_NONE", "mmap": "LLAMA_LOAD_MODE_MMAP",
+              "mlock": "LLAMA_LOAD_MODE_MLOCK", "mmap+mlock": "LLAMA_LOAD_MODE_MMAP_MLOCK",
+              "dio": "LLAMA_LOAD_MODE_DIRECT_IO"}  # include/llama.h:206-213
 SPLIT_MODE_IDS = {"none": 0, "layer": 1}  # enum llama_split_mode
 
 
@@ -42,7 +45,6 @@ def model_params(p: Params, *, no_alloc: bool, rpc=None, on_progress=None):
     params.load_mtp = p.spec_type == MTP  # llama-server loads the NextN layers only for draft-mtp
     params.split_mode = SPLIT_MODE_IDS[p.split_mode]
     params.main_gpu = p.main_gpu
-    n_cpu_moe = p.n_cpu_moe
     keep: list = []
     if endpoints == (NO_DEVICE,):
         devices = (ctypes.c_void_p * 1)(None)  # an empty list: no GPU, no op offload to one
@@ -56,13 +58,11 @@ def model_params(p: Params, *, no_alloc: bool, rpc=None, on_progress=None):
         split = (ctypes.c_float * int(lc.llama_max_devices()))(*p.tensor_split)
         params.tensor_split = ctypes.cast(split, ctypes.POINTER(ctypes.c_float))
         keep.append(split)
-    if n_cpu_moe:
-        cpu = ggml_lib("ggml-cpu")
-        cpu.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
-        buft = cpu.ggml_backend_cpu_buffer_type()
-        patterns = [N_CPU_MOE_PATTERN.replace("{il}", str(il)).encode() for il in range(n_cpu_moe)]
-        overrides = (_BuftOverride * (len(patterns) + 1))(*[_BuftOverride(p, buft) for p in patterns],
-                                                          _BuftOverride(None, None))
+    pairs = _overrides(p, endpoints)
+    if pairs:
+        patterns = [pattern for pattern, _ in pairs]
+        overrides = (_BuftOverride * (len(pairs) + 1))(*[_BuftOverride(pattern, buft) for pattern, buft in pairs],
+                                                       _BuftOverride(None, None))
         params.tensor_buft_overrides = ctypes.cast(overrides, ctypes.c_void_p)
         keep += [patterns, overrides]
     if on_progress is not None:  # told the share loaded as llama.cpp loads the weights (True: go on)
@@ -72,7 +72,39 @@ def model_params(p: Params, *, no_alloc: bool, rpc=None, on_progress=None):
     if no_alloc:
         params.no_alloc = True
         params.load_mode = lc.LLAMA_LOAD_MODE_NONE  # mmap asserts under no_alloc
+    else:  # --load-mode as llama.cpp's src/llama.cpp:69-75 names them
+        params.load_mode = getattr(lc, LOAD_MODES[p.load_mode])
     return params, keep
+
+
+def _overrides(p: Params, endpoints: tuple[str, ...]) -> list[tuple[bytes, int]]:
+    """(pattern, buffer type) of every override, in llama.cpp's order: -ot's (each `REGEX=CPU`, `REGEX=X_Host`, or
+    `REGEX=@N`: the N-th device of this load, as jobs.fit.probe writes a device's), then --n-cpu-moe's per block."""
+    out: list[tuple[bytes, int]] = []
+    cpu = None
+    for piece in p.tensor_overrides:
+        pattern, _, where = piece.partition("=")
+        if where.startswith("@"):
+            position = int(where[1:])
+            if position >= len(endpoints) or endpoints == (NO_DEVICE,):
+                raise EngineError(f"-ot {piece}: this load has {len(endpoints)} device(s)")
+            lib = ggml_lib("ggml-base")
+            lib.ggml_backend_dev_buffer_type.argtypes = [ctypes.c_void_p]
+            lib.ggml_backend_dev_buffer_type.restype = ctypes.c_void_p
+            out.append((pattern.encode(), lib.ggml_backend_dev_buffer_type(find_device(endpoints[position]))))
+            continue
+        cpu = cpu or _cpu_buffer_type()
+        out.append((pattern.encode(), cpu))
+    if p.n_cpu_moe:
+        cpu = cpu or _cpu_buffer_type()
+        out += [(N_CPU_MOE_PATTERN.replace("{il}", str(il)).encode(), cpu) for il in range(p.n_cpu_moe)]
+    return out
+
+
+def _cpu_buffer_type() -> int:
+    cpu = ggml_lib("ggml-cpu")
+    cpu.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
+    return cpu.ggml_backend_cpu_buffer_type()
 
 
 def context_params(settings: Params):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -57,7 +58,9 @@ class WeightsBreakdown:
     tied_output_bytes: int = 0
     # (layer or None, class, file offset, bytes, split part) per tensor, in file order: for the host's mapped span
     tensor_spans: tuple[tuple[int | None, str, int, int, int], ...] = ()
-    tensor_names: tuple[str, ...] = ()  # the name of each of tensor_spans
+    tensor_names: tuple[str, ...] = ()  # every tensor's name, in file order (those of tensor_spans, where known)
+    tensor_classes: tuple[tuple[int | None, str], ...] = ()  # (layer or None, class) of each of tensor_names
+    tensor_bytes: tuple[int, ...] = ()  # the bytes of each of tensor_names (a published size: its share)
 
     @property
     def total_bytes(self) -> int:
@@ -159,8 +162,11 @@ class WeightsBreakdown:
         the RAM). None where the offsets are not known."""
         if len(self.tensor_names) != len(self.tensor_spans) or not any(span[2] for span in self.tensor_spans):
             return None
-        card = self._intervals(self._card_flags(n_gpu_layers, n_cpu_moe))
-        host = self._intervals(not self._on_card(il, cls, n_gpu_layers, n_cpu_moe) for il, cls, *_ in self.tensor_spans)
+        host = [not self._on_card(il, cls, n_gpu_layers, n_cpu_moe) for il, cls, *_ in self.tensor_spans]
+        return self._union(self._card_flags(n_gpu_layers, n_cpu_moe), host)
+
+    def _union(self, card_flags, host_flags) -> int:
+        card, host = self._intervals(card_flags), self._intervals(host_flags)
         total = 0
         for part in set(card) | set(host):
             spans = sorted(x for x in (card.get(part), host.get(part)) if x)
@@ -190,6 +196,82 @@ class WeightsBreakdown:
     def has_experts(self) -> bool:
         return self.class_bytes("routed_experts") > 0
 
+    # tensor by tensor: where llama.cpp's tensor buffer overrides (-ot) place some tensors away from their layer
+
+    def tensor_devices(self, layer_device: Callable[[int], int | None], *, n_cpu_moe: int = 0,
+                       place: Callable[[str, int | None], int | None] | None = None) -> list[int | None]:
+        """Each tensor's device (None: system RAM), in tensor_names order, and the tied output copy of token_embd
+        last where there is one: the first -ot pattern the name matches places it (llama-model-loader.cpp:1235);
+        else --n-cpu-moe's patterns (the routed experts of blocks < n_cpu_moe to the CPU); else its layer's device
+        (the input embeddings in RAM, the output tensors with the output layer: `layer_device(n_layer)`). `place`:
+        the overrides' choice, given a name and the place it would have without them (settings.tensor_overrides)."""
+        place = place or (lambda _name, default: default)
+        output = layer_device(self.n_layer)
+        out = []
+        for name, (il, cls) in zip(self.tensor_names, self.tensor_classes):
+            if il is None:
+                default = output if cls == "output" else None
+            else:
+                default = None if cls == "routed_experts" and il < n_cpu_moe else layer_device(il)
+            out.append(place(name, default))
+        if self.tied_output_bytes:  # TENSOR_DUPLICATED: token_embd again, created for the output layer
+            out.append(place("token_embd.weight", output))
+        return out
+
+    def place_sizes(self) -> list[int]:
+        """tensor_bytes, and the tied output copy's last (tensor_devices' order)."""
+        return list(self.tensor_bytes) + ([self.tied_output_bytes] if self.tied_output_bytes else [])
+
+    def placed_on_devices(self, places: list[int | None], n_devices: int) -> tuple[int, ...]:
+        """Bytes on each device, given each tensor's (tensor_devices)."""
+        out = [0] * n_devices
+        for where, n in zip(places, self.place_sizes()):
+            if where is not None and where < n_devices:
+                out[where] += n
+        return tuple(out)
+
+    def placed_on_host(self, places: list[int | None], *, mapped: bool) -> int:
+        """The host's weights, given each tensor's place: with the file mapped, per file of a split set the span from
+        the first to the end of the last tensor kept in RAM (llama_model_loader::get_mapping_range; where the
+        offsets are known); else the bytes of those tensors, each in the buffer it is read into."""
+        flags = [where is None for where in places]
+        if mapped and len(self.tensor_spans) == len(self.tensor_names) and any(span[2] for span in self.tensor_spans):
+            tied = self.tied_output_bytes and flags[-1]
+            return self._span(flags[:len(self.tensor_spans)]) if not tied else \
+                self._span([f or name == "token_embd.weight" for f, name in zip(flags, self.tensor_names)])
+        return sum(n for kept, n in zip(flags, self.place_sizes()) if kept)
+
+    def placed_card_span(self, places: list[int | None]) -> int | None:
+        """Metal's mapped span of the tensors on the card (card_mapped), given each tensor's place."""
+        if len(self.tensor_names) != len(self.tensor_spans) or not any(span[2] for span in self.tensor_spans):
+            return None
+        flags = [where is not None for where in places[:len(self.tensor_spans)]]
+        if self.tied_output_bytes and places[-1] is not None:
+            flags = [f or name == "token_embd.weight" for f, name in zip(flags, self.tensor_names)]
+        return self._span(flags)
+
+    def placed_union(self, places: list[int | None]) -> int | None:
+        """mapped_union, given each tensor's place."""
+        if len(self.tensor_names) != len(self.tensor_spans) or not any(span[2] for span in self.tensor_spans):
+            return None
+        n = len(self.tensor_spans)
+        tied_on_card = bool(self.tied_output_bytes) and places[-1] is not None
+        card = [where is not None or (tied_on_card and name == "token_embd.weight")
+                for where, name in zip(places[:n], self.tensor_names)]
+        return self._union(card, [where is None for where in places[:n]])
+
+    def placed_host_read(self, places: list[int | None], *, expert_share: float = 1.0) -> dict[int | None, int]:
+        """Weight bytes one decoded token reads from system RAM, per layer (None: the output layer's and the global
+        tensors), given each tensor's place: the routed experts kept there `expert_share` of them; the input
+        embeddings (one row a token) left out."""
+        out: dict[int | None, int] = {}
+        classes = list(self.tensor_classes) + ([(None, "output")] if self.tied_output_bytes else [])
+        for where, (il, cls), n in zip(places, classes, self.place_sizes()):
+            if where is not None or cls == "embeddings":
+                continue
+            out[il] = out.get(il, 0) + (round(n * expert_share) if cls == "routed_experts" else n)
+        return out
+
 
 def breakdown(tensors: tuple[TensorInfo, ...], n_layer: int, recurrent_layers: set[int], *, basis: str,
               scale_to_bytes: int | None = None, by_bytes: bool = False) -> WeightsBreakdown:
@@ -211,6 +293,9 @@ def breakdown(tensors: tuple[TensorInfo, ...], n_layer: int, recurrent_layers: s
     spans = tuple((il, cls, t.offset, t.n_bytes, t.part) for t, (il, cls) in zip(tensors, classes))
     names = {t.name for t in tensors}
     tied = global_bytes.get("embeddings", 0) if "output.weight" not in names and "token_embd.weight" in names else 0
+    sizes = tuple(t.n_bytes if scale_to_bytes is None else round(scale_to_bytes * elements[t.name] / total_elements)
+                  for t in tensors)
     return WeightsBreakdown(per_layer, global_bytes, n_layer, basis, tied_output_bytes=tied,
                             tensor_spans=spans if scale_to_bytes is None else (),
-                            tensor_names=tuple(t.name for t in tensors) if scale_to_bytes is None else ())
+                            tensor_names=tuple(t.name for t in tensors), tensor_classes=tuple(classes),
+                            tensor_bytes=sizes)

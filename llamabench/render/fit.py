@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from ..core.safe_text import escaped
 from ..core.units import GIB, MIB
-from ..jobs.fit.advice import describe_placement
+from ..jobs.fit.advice import describe_row
 from ..jobs.fit.search import RAM_ADVICE_LLAMA, RAM_FLAGS
 from ..memory.allocations import COMPUTE_TOLERANCE_WORDS, PARTS, RAM_TOLERANCE_WORDS
 from ..memory.backends import BACKENDS
@@ -17,6 +17,7 @@ from ..memory.fit_result import FitResult
 from ..memory.placement import FitRow, bounds_that_fit, quality, recommend
 from ..records.fit import FitVerification
 from ..runtimes.registry import run_line
+from ..settings.tensor_overrides import LoadMode
 from .fields import Field, table
 
 
@@ -75,7 +76,7 @@ def row_fields(result: FitResult, *, projector: bool) -> tuple[Field, ...]:
         Field("cache_types", "K/V", lambda r: f"{r.settings.type_k}/{r.settings.type_v}"),
         Field("spec_type", "speculative", lambda r: spec_label(r.settings.spec_type),
               views=frozenset({"table"}) if len(result.spec_types) > 1 else frozenset()),
-        Field("placement", "placement", lambda r: describe_placement(r.placement, result.n_layer_all)),
+        Field("placement", "placement", lambda r: describe_row(r, result.n_layer_all)),
         Field("weights_bytes", "weights", lambda r: r.parts.weights, _gib, "r"),
         Field("kv_bytes", "KV", lambda r: r.parts.kv, _gib, "r"),
         Field("recurrent_bytes", "recurrent", lambda r: r.parts.recurrent, _gib, "r"),
@@ -157,7 +158,13 @@ def pool_line(row: FitRow, server: bool = True) -> str:
             f"free the pool: shrink it with {advice}, a smaller n_ctx or a smaller quant")
 
 
-def host_line(row: FitRow, server: bool = True, machine_ram: int = 0) -> str:
+# the backends whose device lists a pinned host buffer (CUDA_Host, ROCm's, Vulkan_Host): where the file is not mapped,
+# the host's weights are read into it (src/llama-model.cpp:1093-1107 make_cpu_buft_list)
+PINNED_HOST_BUFFERS = {"cuda": "CUDA_Host", "rocm": "ROCm_Host", "vulkan": "Vulkan_Host",
+                       "vulkan-coopmat2": "Vulkan_Host"}
+
+
+def host_line(row: FitRow, server: bool = True, machine_ram: int = 0, backend: str = "") -> str:
     """The host part in words: what llama.cpp puts in system RAM at start, and what the runtime grows
     (with --cpu-only everything: the card's parts are system RAM too); a warning where either passes the RAM of
     the machine the fit ran on (`machine_ram`, 0: not known)."""
@@ -165,7 +172,8 @@ def host_line(row: FitRow, server: bool = True, machine_ram: int = 0) -> str:
     if row.ram_mode:
         parts = [f"weights, KV, recurrent and compute {_gib(row.parts.total)}"]
     else:
-        parts = [f"weights {_gib(h.weights)}", f"compute {_gib(h.compute)}"]
+        held = LoadMode(row.settings.load_mode).host_weights_words(PINNED_HOST_BUFFERS.get(backend, ""))
+        parts = [f"weights {_gib(h.weights)} {held}", f"compute {_gib(h.compute)}"]
     if h.kv or h.recurrent:
         parts.append(f"KV + recurrent of host layers {_gib(h.kv + h.recurrent)}")
     if h.projector:
@@ -205,7 +213,7 @@ def _speed_line(result: FitResult, rows: list[FitRow], best: FitRow) -> list[str
         return []
     return [f"   chosen for speed: each token reads {_gib(best.ram_read_bytes)} GiB of weights from system RAM here, "
             f"{_gib(better.ram_read_bytes)} GiB with {better.settings.type_k}/{better.settings.type_v} KV "
-            f"({describe_placement(better.placement, result.n_layer_all)}), and system RAM has about a tenth of a "
+            f"({describe_row(better, result.n_layer_all)}), and system RAM has about a tenth of a "
             "card's bandwidth"]
 
 
@@ -216,7 +224,7 @@ def _largest(result: FitResult, rows: list[FitRow]) -> list[str]:
         return []
     shorter = replace(row, settings=row.settings.replace(n_ctx=row.max_n_ctx))
     return [f"   the largest context that fits: {row.max_n_ctx:,} with {row.settings.type_k}/{row.settings.type_v} "
-            f"KV, {describe_placement(row.placement, result.n_layer_all)}:", f"   {run_line(result, shorter)}"]
+            f"KV, {describe_row(row, result.n_layer_all)}:", f"   {run_line(result, shorter)}"]
 
 
 def _past_trained(result: FitResult, rows: list[FitRow]) -> list[str]:
@@ -236,7 +244,7 @@ def _verdict_lines(result: FitResult, rows: list[FitRow]) -> list[str]:
     best = recommend(rows)
     if best:
         return [f"-> fits with {best.settings.type_k}/{best.settings.type_v} KV, "
-                f"{describe_placement(best.placement, result.n_layer_all)}:",
+                f"{describe_row(best, result.n_layer_all)}:",
                 f"   {run_line(result, best)}", *_ram_lines(result, best), *_speed_line(result, rows, best)]
     lowerable = [r for r in rows if r.card_fits and _lowered(result, r)]
     if lowerable:  # the row recommended once llama-server's growing bounds are lowered to fit
@@ -252,7 +260,7 @@ def _verdict_lines(result: FitResult, rows: list[FitRow]) -> list[str]:
         card = f"the {row.budget.pool.ceiling_name}" if row.pooled else "the card"
         ram = "the RAM of the pool" if row.pooled else "the system RAM"
         return [f"-> fits {card} with {row.settings.type_k}/{row.settings.type_v} KV, "
-                f"{describe_placement(row.placement, result.n_layer_all)}, but not {ram}:",
+                f"{describe_row(row, result.n_layer_all)}, but not {ram}:",
                 f"   {run_line(result, row)}", *_ram_lines(result, row)]
     closest = min(rows, key=lambda r: r.shortfall)
     largest = max((r.max_n_ctx for r in rows), default=0)
@@ -260,7 +268,7 @@ def _verdict_lines(result: FitResult, rows: list[FitRow]) -> list[str]:
     # --cpu-only: the RAM is the budget, and the runtime's growing bounds may be what does not fit (say so)
     grows = _ram_lines(result, closest) if closest.ram_mode and closest.host.growing else []
     return [f"-> nothing fits: closest is {closest.settings.type_k}/{closest.settings.type_v} KV, "
-            f"{describe_placement(closest.placement, result.n_layer_all)}, short{limit} by {_gib(closest.short_by)} "
+            f"{describe_row(closest, result.n_layer_all)}, short{limit} by {_gib(closest.short_by)} "
             "GiB" + (f" and of the RAM by {_gib(closest.ram_short_by)} GiB" if closest.ram_short_by else "") + "; "
             f"largest context that fits: {largest or 'none'}", *_largest(result, rows), *grows,
             *_levers(result, closest)]
@@ -311,7 +319,7 @@ def _lowered(result: FitResult, row: FitRow) -> list[str]:
     if bounds.ctx_checkpoints != runtime.ctx_checkpoints:
         binds.append(f"--ctx-checkpoints {runtime.ctx_checkpoints} (<= {_gib(h.checkpoints)} GiB)")
     return [f"-> fits at n_ctx {row.settings.n_ctx:,} with {row.settings.type_k}/{row.settings.type_v} KV, "
-            f"{describe_placement(row.placement, result.n_layer_all)}, once llama-server's growing RAM is bounded "
+            f"{describe_row(row, result.n_layer_all)}, once llama-server's growing RAM is bounded "
             f"lower: what binds is {ram}, not the context: at {' and '.join(binds)} it could grow "
             f"{_gib(bounds.freed)} GiB past it:", f"   {run_line(lowered, fitted)}", *_ram_lines(lowered, fitted)]
 
@@ -330,8 +338,9 @@ def _with_flag(args: tuple[str, ...], flag: str, value: str) -> tuple[str, ...]:
 def _ram_lines(result: FitResult, row: FitRow) -> list[str]:
     """The host part in words, and a unified machine's pool."""
     if not row.pooled:
-        return [host_line(row, result.runtime.is_server, result.machine_ram)]
-    return [host_line(replace(row, ram=None), result.runtime.is_server), pool_line(row, result.runtime.is_server)]
+        return [host_line(row, result.runtime.is_server, result.machine_ram, result.backend)]
+    return [host_line(replace(row, ram=None), result.runtime.is_server, backend=result.backend),
+            pool_line(row, result.runtime.is_server)]
 
 
 def spec_label(spec_type: str) -> str:
@@ -371,7 +380,7 @@ def _spec_cost(result: FitResult, rows: list[FitRow]) -> list[str]:
             continue
         parts = [(name, getattr(r.parts, name) - getattr(base.parts, name))
                  for name in ("weights", "kv", "recurrent", "compute")]
-        extra, where = _gib(r.parts.total - base.parts.total), describe_placement(r.placement, result.n_layer_all)
+        extra, where = _gib(r.parts.total - base.parts.total), describe_row(r, result.n_layer_all)
         lines.append(f"{spec_label(r.settings.spec_type)} costs {extra} GiB more on the card{'s' if r.multi else ''} "
                      f"({r.settings.type_k}/{r.settings.type_v} KV, {where}: "
                      + ", ".join(f"{name} +{_gib(d)}" for name, d in parts)

@@ -11,6 +11,7 @@ from ..core.safe_text import python_str
 from ..memory.fit_result import FitResult
 from ..memory.placement import FitRow, PlacementKind
 from ..memory.runtimes import PYTHON_N_UBATCH
+from ..settings.tensor_overrides import LoadMode
 from ..settings.values import Runtime
 from .runtime import BenchDriver, ProgramRuntime
 
@@ -32,6 +33,11 @@ def python_call(result: FitResult, row: FitRow) -> str:
         batch += f", split_mode=0, main_gpu={result.server_args[result.server_args.index('-mg') + 1]}"
     if not s.op_offload:
         batch += ", op_offload=False"
+    mode = LoadMode(s.load_mode)  # Llama() spells --load-mode with use_mmap and use_mlock (llama_cpp/llama.py:247)
+    if not mode.maps:
+        batch += ", use_mmap=False"
+    if mode.locks:
+        batch += ", use_mlock=True"
 
     return (f'{_python_model(result)}, n_ctx={s.n_ctx}, n_gpu_layers={ngl}, '
             f"flash_attn={s.flash_attn}, type_k={ggml_type_id(s.type_k)}, type_v={ggml_type_id(s.type_v)}{batch}, "

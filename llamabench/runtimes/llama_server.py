@@ -11,6 +11,7 @@ from ..memory.fit_result import FitResult
 from ..memory.placement import FitRow, PlacementKind
 from ..memory.speculative import spec_flags, uses_draft_model
 from ..settings.params import Params
+from ..settings.tensor_overrides import printed_flags
 from ..settings.values import Runtime
 from .runtime import BenchDriver, ProgramRuntime
 
@@ -28,6 +29,9 @@ def llama_server_command(result: FitResult, row: FitRow) -> str:
         cmd += f" -b {s.n_batch}"
     if s.n_ubatch != Params.n_ubatch:
         cmd += f" -ub {s.n_ubatch}"
+    placed = printed_flags(s.tensor_overrides, s.cpu_moe, s.load_mode)  # before --n-cpu-moe: llama.cpp's order
+    if placed:
+        cmd += " " + " ".join(map(shell_word, placed))
     if p.kind is PlacementKind.N_CPU_MOE:
         cmd += f" --n-cpu-moe {p.value}"
     if len(p.split) > 1 and any(p.split):

@@ -58,6 +58,25 @@ class _NegatedFlag(argparse.Action):
             OnceModel(["model"], "model")(parser, namespace, value)
 
 
+class _Overrides(argparse.Action):
+    """-ot given several times: each appends its overrides, in order (common/arg.cpp parse_tensor_buffer_overrides)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        before = getattr(namespace, self.dest, None) or ()
+        setattr(namespace, self.dest, tuple(before) + tuple(value))
+
+
+class _OlderLoadFlag(argparse.Action):
+    """--no-mmap and --mlock as older llama.cpp builds spell them: --load-mode none, mmap+mlock, and mlock with both
+    (the load mode that replaced them: common/arg.cpp:2690-2708)."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        mode = getattr(namespace, self.dest, "auto")
+        mlock = option_string == "--mlock" or mode in ("mlock", "mmap+mlock")
+        mapped = option_string != "--no-mmap" and mode not in ("none", "mlock", "dio")
+        setattr(namespace, self.dest, ("mmap+mlock" if mapped else "mlock") if mlock else "none")
+
+
 def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, lists: Iterable[str] = (),
                   defaults: Mapping[str, Any] | None = None, helps: Mapping[str, str] | None = None,
                   optional_model: str | None = None) -> None:
@@ -106,15 +125,34 @@ def add_arguments(parser: argparse.ArgumentParser, names: Iterable[str], *, list
             target.add_argument(*spec.negated, dest=name, action=_NegatedFlag, negate=_Negated(name, listed),
                                 metavar="0|1", help=f"the inverse of {spec.flags[0]}: alone as llama-server spells "
                                                     "it, or 0|1 as llama-bench")
-        if name == "output":
-            target.add_argument(*spec.flags, dest=name, type=_ArgType(name, False), default=default,
-                                metavar=spec.metavar, help=help_text)
-            target.add_argument("--json", dest=name, action="store_const", const=OutputFormat.JSON,
-                                help="same as -o json")
-            continue
-        if name == "compare":
-            target.add_argument(*spec.flags, dest=name, action="append", type=_ArgType(name, False), default=[],
-                                metavar=spec.metavar, help=help_text + " (repeatable)")
+        if _add_special(target, name, default, help_text):
             continue
         target.add_argument(*spec.flags, dest=name, type=_ArgType(name, listed), default=default,
                             metavar=spec.metavar or name.upper(), help=help_text)
+
+
+def _add_special(target, name: str, default, help_text: str) -> bool:
+    """The options argparse takes in a way of their own: -o with --json, --compare and -ot repeated, --load-mode
+    with its older spellings. False for the rest."""
+    spec = SCHEMA[name]
+    if name == "output":
+        target.add_argument(*spec.flags, dest=name, type=_ArgType(name, False), default=default,
+                            metavar=spec.metavar, help=help_text)
+        target.add_argument("--json", dest=name, action="store_const", const=OutputFormat.JSON,
+                            help="same as -o json")
+        return True
+    if name == "tensor_overrides":
+        target.add_argument(*spec.flags, dest=name, action=_Overrides, type=_ArgType(name, False), default=(),
+                            metavar=spec.metavar, help=help_text)
+        return True
+    if name == "load_mode":
+        target.add_argument(*spec.flags, dest=name, type=_ArgType(name, False), default=default,
+                            metavar=spec.metavar, help=help_text)
+        target.add_argument(*spec.older, dest=name, action=_OlderLoadFlag, nargs=0,
+                            help="older llama.cpp builds' spellings: --load-mode none, mmap+mlock (mlock: both)")
+        return True
+    if name == "compare":
+        target.add_argument(*spec.flags, dest=name, action="append", type=_ArgType(name, False), default=[],
+                            metavar=spec.metavar, help=help_text + " (repeatable)")
+        return True
+    return False

@@ -19,8 +19,10 @@ from enum import StrEnum
 from typing import Any, Callable, Mapping
 
 from ..core import cache_types, serial
+from ..core.errors import UsageError
 from ..core.units import GIB, MIB
 from .budget import Budget, budget, ram, reserve
+from .tensor_overrides import LoadMode, parse_overrides
 from .values import (
     Runtime,
     backend_name,
@@ -77,6 +79,7 @@ class Param:
     metavar: str | None = None
     negated: tuple[str, ...] = ()  # flags that set the inverse (llama-bench's -nr / --no-repack 1 for --repack 0)
     shown_default: str | None = None  # the default as a person writes it (512MiB, not 536870912)
+    older: tuple[str, ...] = ()  # older llama.cpp builds' flags for it, taken too (--no-mmap, --mlock: --load-mode)
 
     def show(self, value) -> str:
         if isinstance(value, bool):
@@ -85,7 +88,22 @@ class Param:
             return value.label
         if self.parse is tensor_split:
             return ",".join(f"{v:g}" for v in value)
+        if isinstance(value, tuple):
+            return ",".join(map(str, value))
         return str(value)
+
+
+def tensor_overrides(value) -> tuple[str, ...]:
+    return parse_overrides(value)
+
+
+def load_mode(value) -> str:
+    """--load-mode as llama.cpp's common/arg.cpp:2690-2708 takes it."""
+    text = str(value).strip().lower()
+    try:
+        return LoadMode(text).value
+    except ValueError:
+        raise UsageError(f"'{value}' is not a load mode: " + ", ".join(m.value for m in LoadMode)) from None
 
 
 def option(flags, parse, default, help, **kw) -> Any:
@@ -142,6 +160,18 @@ class Params:
                                "where a GPU backend is present, as llama-bench's)", shown_default="all on a GPU build")
     n_cpu_moe: int = option(["-ncmoe", "--n-cpu-moe"], nonneg_int, 0,
                             "keep the routed experts of the first N layers in system RAM")
+    tensor_overrides: tuple[str, ...] = option(
+        ["-ot", "--override-tensor"], tensor_overrides, (),
+        "llama.cpp's tensor buffer overrides: REGEX=BUFFER,... (CPU, CUDA0, CUDA_Host, RPC0[HOST:PORT]), matched "
+        "against each weight's name in order, the first placing it (repeatable, as llama-server)", sweep=False,
+        metavar="REGEX=BUFFER,...")
+    cpu_moe: bool = option(["-cmoe", "--cpu-moe"], on_off, False, "every routed expert in system RAM (-ot for "
+                           "each expert tensor, as llama-server's --cpu-moe)", action="store_true")
+    load_mode: str = option(["-lm", "--load-mode"], load_mode, "auto",
+                            "how llama.cpp loads the weights: auto|mmap (the file mapped), none (read into "
+                            "allocated buffers; older builds' --no-mmap), mlock (allocated and locked), mmap+mlock "
+                            "(older builds' --mlock), dio; --no-mmap and --mlock are taken too", sweep=False,
+                            metavar="MODE", older=("--no-mmap", "--mlock"))
     tensor_split: tuple[float, ...] = option(  # (): by free memory
         ["-ts", "--tensor-split"], tensor_split, (),
         "each device's share of the layers, as llama.cpp: 3,1 (fit searches it when not given)", sweep=False,

@@ -9,7 +9,7 @@ from typing import Any, Iterable, Mapping
 
 from ..core.errors import UsageError
 from .budget import reserve
-from .params import CONTEXT_PARAMS, SCHEMA, Param, Params
+from .params import CONTEXT_PARAMS, SCHEMA, Param, Params, tensor_overrides
 from .values import INT_PARSERS, endpoints, tensor_split
 
 _RANGE = re.compile(r"^\s*(\w+)\s*-\s*(\w+)\s*([+*])\s*(\w+)\s*$")
@@ -88,7 +88,7 @@ def parse_value(name: str, raw, *, listed: bool):
                 return tuple(dict.fromkeys(items))
             except TypeError:  # unhashable items (lists): as given
                 return items
-        if isinstance(raw, (list, tuple)) and spec.parse not in (tensor_split, endpoints, reserve):
+        if isinstance(raw, (list, tuple)) and spec.parse not in (tensor_split, endpoints, reserve, tensor_overrides):
             if len(raw) != 1:
                 raise UsageError(f"takes one value here, got {len(raw)}")
             raw = raw[0]
@@ -104,8 +104,9 @@ def expand(values: Mapping[str, Iterable], base: Params | None = None) -> list[P
     names = [n for n in CONTEXT_PARAMS if n in values]
     def alternatives(name: str) -> tuple:
         value = values[name]
-        if SCHEMA[name].parse is tensor_split and (not value or not isinstance(value[0], (list, tuple))):
-            return (tuple(value),)  # one -ts is one value (a tuple of proportions), not a list of them
+        if SCHEMA[name].parse in (tensor_split, tensor_overrides) and (not value or not isinstance(value[0], (list,
+                                                                                                           tuple))):
+            return (tuple(value),)  # one -ts (-ot) is one value (a tuple of proportions, overrides), not a list
         return tuple(value) if isinstance(value, (list, tuple)) else (value,)
 
     lists = [alternatives(n) for n in names]

@@ -1,12 +1,15 @@
-"""A Hugging Face repository named as llama.cpp's `-hf OWNER/REPO[:QUANT]` takes it, and the GGUF of it llama.cpp
-would load: the repository's files listed (the hub's tree API, read within remote.Reader's bounds; HF_ENDPOINT and
-HF_TOKEN honoured), the model file picked by llama.cpp's own rule (common/download.cpp, llama.cpp as vendored by
-llama-cpp-python 0.3.36):
+"""A Hugging Face repository named as llama.cpp's `-hf OWNER/REPO[:QUANT]` takes it, listed as llama.cpp lists it,
+and the GGUF of it llama.cpp would load (world.hf_pick: llama.cpp's own rules). llama.cpp as vendored by
+llama-cpp-python 0.3.36:
 
-- `common_download_split_repo_tag` (74-81): OWNER/REPO, then an optional `:TAG`;
-- `find_best_model` (655-690): the first file whose path matches `TAG[.-]` (any case), else with no tag
-  Q4_K_M, then Q8_0, then the first model file; a split set's first part only;
-- `gguf_filename_is_model` (636-653): a .gguf that is no mmproj, imatrix, mtp-, eagle3-, dflash- or dspark- file.
+- common/download.cpp `common_download_split_repo_tag` (74-81): OWNER/REPO, then an optional `:TAG`;
+- common/hf-cache.cpp `is_valid_repo_id` (118-141): [A-Za-z0-9_], with `/ . -` each between two of them, one `/`;
+- common/hf-cache.cpp `get_repo_files` (272-350): ONE answer of the hub's tree API, `tree/REV?recursive=true` (293):
+  no later page is asked for; an entry kept when it is an object of type "file" with a string path (307-312), the
+  path inside the snapshot folder (314-319, `is_valid_subpath` 163-172), its oid (the LFS object's where `lfs` is an
+  object, else its own) empty or 40 or 64 hex digits (318-329, `is_valid_oid` 160-162).
+
+Read within remote.Reader's bounds; HF_ENDPOINT and HF_TOKEN honoured.
 """
 
 from __future__ import annotations
@@ -15,16 +18,16 @@ import json
 import os
 import re
 import socket
+from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 from ..core.safe_text import escaped
+from .hf_pick import PRESET, best_model_file, tag_pattern
 from .paths import HTTP_TIMEOUT_ENV, http_timeout
-from .remote import Reader, RemoteError
+from .remote import MAX_REDIRECTS, MAX_TOTAL, Reader, RemoteError
 
-DEFAULT_TAGS = ("Q4_K_M", "Q8_0")
-_SIDECARS = ("mmproj", "imatrix", "mtp-", "eagle3-", "dflash-", "dspark-")
-_SPLIT = re.compile(r"-(\d{5})-of-(\d{5})\.gguf$")
-_REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+_REPO = re.compile(r"[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*/[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*")  # hf-cache.cpp:118
+_OID = re.compile(r"[0-9A-Fa-f]{40}|[0-9A-Fa-f]{64}")  # hf-cache.cpp:160
 
 
 def names_a_repo(model: str) -> bool:
@@ -36,116 +39,76 @@ def names_a_repo(model: str) -> bool:
 
 
 def split_repo_tag(text: str) -> tuple[str, str]:
-    """(OWNER/REPO, TAG) of `OWNER/REPO[:TAG]`; RemoteError for anything else."""
+    """(OWNER/REPO, TAG) of `OWNER/REPO[:TAG]`; RemoteError for anything else, hf_pick.BadTag (a UsageError) for a
+    tag llama.cpp would not read as llamabench does."""
     repo, _, tag = str(text).partition(":")
-    if not _REPO.fullmatch(repo) or ":" in tag or re.search(r"[^A-Za-z0-9_.-]", tag):
+    if not _REPO.fullmatch(repo) or len(repo) > 256 or ":" in tag:
         raise RemoteError(f"'{escaped(text)}' is not a Hugging Face repository: write OWNER/REPO[:QUANT] "
                           "(e.g. unsloth/Qwen3.5-35B-A3B-GGUF:Q4_K_M)")
+    if tag:
+        tag_pattern(tag)  # one llama.cpp reads as llamabench does (BadTag, before the hub is asked)
     return repo, tag
 
 
-def is_model_file(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return name.endswith(".gguf") and not any(s in name for s in _SIDECARS)
+MAX_LISTED = 100_000  # files of one listing: more is not a model repository
 
 
-def _first_part(path: str) -> bool:
-    m = _SPLIT.search(path)
-    return m is None or int(m[2]) <= 1 or int(m[1]) == 1
+@dataclass(frozen=True)
+class Listing:
+    """The files llama.cpp's -hf sees in a repository, in the hub's order, and their sizes (0: not said)."""
+
+    sizes: dict[str, int]
+    more_pages: bool  # the hub said it has more: llama.cpp reads the first page only, and so does llamabench
+
+    @property
+    def files(self) -> list[str]:
+        return list(self.sizes)
+
+    def unseen(self) -> str:
+        """Words for an answer that may lie past the first page, where it does."""
+        return (" (the hub lists more on later pages: llama.cpp's -hf reads the first page only, and so does "
+                "llamabench)") if self.more_pages else ""
 
 
-def best_model_file(files: list[str], tag: str) -> str | None:
-    """The file llama.cpp's -hf loads for TAG (find_best_model)."""
-    for t in ([tag] if tag else list(DEFAULT_TAGS)):
-        pattern = re.compile(re.escape(t) + r"[.-]", re.IGNORECASE)
-        for f in files:
-            if is_model_file(f) and pattern.search(f) and _first_part(f):
-                return f
-    if not tag:
-        return next((f for f in files if is_model_file(f) and _first_part(f)), None)
-    return None
-
-
-_QUANT_TAG = re.compile(r"(?<![A-Za-z0-9])((?:UD-)?(?:I?Q\d(?:_[A-Z0-9]+)*|TQ\d_\d|MXFP4(?:_[A-Z0-9]+)*|BF16|F16|F32))"
-                        r"(?=[.-])", re.IGNORECASE)
-
-
-def quant_tag(path: str) -> str | None:
-    """The quant a model file's name says (Q4_K_M, UD-Q4_K_XL, IQ4_XS, BF16...; the last one named), or None."""
-    found = _QUANT_TAG.findall(path.rsplit("/", 1)[-1])
-    return found[-1].upper() if found else None
-
-
-def split_parts(files: list[str], first: str) -> list[str]:
-    """Every part of the split set whose first part is `first` (the file alone where it is not split), in order."""
-    m = _SPLIT.search(first)
-    if m is None:
-        return [first]
-    stem, count = first[:m.start()], int(m[2])
-    return [p for i in range(1, count + 1) if (p := f"{stem}-{i:05d}-of-{count:05d}.gguf") in files]
-
-
-def repo_quants(files: list[str]) -> dict[str, str]:
-    """Each quant the repository holds and the file llama.cpp's -hf OWNER/REPO:QUANT loads for it, in listing order."""
-    out: dict[str, str] = {}
-    for f in files:
-        tag = quant_tag(f) if is_model_file(f) and _first_part(f) else None
-        if tag and tag not in out:
-            chosen = best_model_file(files, tag)
-            if chosen is not None:
-                out[tag] = chosen
-    return out
-
-
-MAX_LISTED = 100_000  # files of one repository: more is not a model repository, and the listing would not end
-
-
-def repo_files(repo: str, revision: str | None, shown: str) -> list[str]:
-    return list(repo_listing(repo, revision, shown))
-
-
-def repo_listing(repo: str, revision: str | None, shown: str) -> dict[str, int]:
-    """The repository's files and their sizes (0: not said), from the hub's tree API (what huggingface_hub's
-    list_repo_tree asks: recursive, page by page along the Link header; HF_ENDPOINT and HF_TOKEN honoured), read
-    by remote.Reader: one deadline over every page (LLAMABENCH_HTTP_TIMEOUT, its sockets cut when it runs out), each
-    page read to MAX_PAGE_BYTES at most before it is parsed, MAX_LISTED files and MAX_PAGES pages in all, a page that
-    comes again refused, Authorization never sent to another host."""
+def repo_listing(repo: str, revision: str | None, shown: str) -> Listing:
+    """The repository's files as llama.cpp's -hf lists them (hf-cache.cpp get_repo_files): one page of the hub's tree
+    API, its entries kept by llama.cpp's rules, read by remote.Reader: one deadline (LLAMABENCH_HTTP_TIMEOUT, its
+    sockets cut when it runs out), read to MAX_PAGE_BYTES at most before it is parsed, MAX_LISTED files at most,
+    Authorization never sent to another host. A repository holding preset.ini is refused: llama.cpp then loads what
+    the preset says (download.cpp:720-726)."""
     from huggingface_hub import get_token
 
     endpoint = (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or "https://huggingface.co"
     if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
         raise RemoteError(f"{shown}: HF_HUB_OFFLINE is set, and listing a repository needs the hub (give the GGUF's "
                           "path, or unset it)")
-    if not _REPO.fullmatch(repo) or ".." in repo:
+    if not _REPO.fullmatch(repo):
         raise RemoteError(f"{shown}: not a repository (write OWNER/REPO)")
     try:
         _reachable(endpoint)  # offline: one line at once, naming the host
     except OSError as exc:
         raise RemoteError(f"{shown}: the repository's files could not be listed ({escaped(str(exc))})") from None
-    url = f"{endpoint}/api/models/{repo}/tree/{quote(revision or 'main', safe='')}?recursive=true&expand=false"
+    url = f"{endpoint}/api/models/{repo}/tree/{quote(revision or 'main', safe='')}?recursive=true"
     token = get_token()
-    files: dict[str, int] = {}
-    seen: set[str] = set()
-    with Reader(url, {"Authorization": f"Bearer {token}"} if token else {}, max_requests=MAX_PAGES,
+    with Reader(url, {"Authorization": f"Bearer {token}"} if token else {}, max_requests=MAX_REDIRECTS + 1,
                 shown=shown, what="listing") as reader:
-        page: str | None = url
-        while page:
-            if page in seen:
-                raise RemoteError(f"{shown}: the listing's pages come round again (a page links to an earlier one)")
-            seen.add(page)
-            body, page = _timed(reader, page)
-            for path, size in _entries(body, shown):
-                files[path] = size
-            if len(files) > MAX_LISTED:
-                raise RemoteError(f"{shown}: more than {MAX_LISTED:,} files: not a model repository")
-    return files
+        body, more = _timed(reader, url)
+    sizes: dict[str, int] = {}
+    for path, size in _entries(body, shown):
+        sizes.setdefault(path, size)
+    if len(sizes) > MAX_LISTED:
+        raise RemoteError(f"{shown}: more than {MAX_LISTED:,} files: not a model repository")
+    if PRESET in sizes:
+        raise RemoteError(f"{shown}: the repository holds {PRESET}, and llama.cpp's -hf then loads what the preset "
+                          "names, not a GGUF picked by quant: llamabench cannot size it (give the GGUF as "
+                          "hf://OWNER/REPO/FILE.gguf and load it with -m)")
+    return Listing(sizes, more)
 
 
 MAX_PAGE_BYTES = 32 * 2**20  # one page of the listing: the hub's own, 1,000 entries, is well under 1 MiB
-MAX_PAGES = 500  # the hub's pages hold 1,000 entries: MAX_LISTED in 100
 
 
-def _timed(reader: Reader, page: str) -> tuple[bytes, str | None]:
+def _timed(reader: Reader, page: str) -> tuple[bytes, bool]:
     """One page; the deadline's words where it ran out."""
     try:
         return reader.page(page, MAX_PAGE_BYTES)
@@ -158,8 +121,9 @@ def _timed(reader: Reader, page: str) -> tuple[bytes, str | None]:
 
 
 def _entries(body: bytes, shown: str):
-    """(path, size) of each file of one listing page (a JSON array of the hub's tree entries; directories skipped,
-    an LFS file's size its object's)."""
+    """(path, size) of each entry of the page llama.cpp keeps (hf-cache.cpp:307-329; an LFS file's size its
+    object's, a size past remote.MAX_TOTAL not said); RemoteError where one could come back into the snapshot
+    folder, as llama.cpp would keep it."""
     try:
         entries = json.loads(body)
     except (ValueError, RecursionError):
@@ -167,13 +131,42 @@ def _entries(body: bytes, shown: str):
     if not isinstance(entries, list):
         raise RemoteError(f"{shown}: the listing is not a list of files")
     for e in entries:
-        if not isinstance(e, dict) or e.get("type") != "file":
+        if not isinstance(e, dict) or e.get("type") != "file" or not isinstance(e.get("path"), str):
             continue
-        path = e.get("path")
-        lfs = e.get("lfs") if isinstance(e.get("lfs"), dict) else {}
-        size = lfs.get("size", e.get("size", 0))
-        if isinstance(path, str) and path:
-            yield path, size if isinstance(size, int) and not isinstance(size, bool) and 0 <= size < 2**60 else 0
+        path = e["path"]
+        inside = _inside_snapshot(path)
+        if inside is None:
+            raise RemoteError(f"{shown}: the listing names {escaped(path[:120])!r}, a path that leaves the repository "
+                              "and may come back into it as llama.cpp reads it: not a listing llamabench trusts")
+        lfs = e["lfs"] if isinstance(e.get("lfs"), dict) else None
+        oid = (lfs if lfs is not None else e).get("oid")
+        if not inside or (isinstance(oid, str) and oid and not _OID.fullmatch(oid)):
+            continue  # what llama.cpp skips ("skip invalid path", "skip invalid oid")
+        size = (lfs or {}).get("size", e.get("size", 0))
+        yield path, size if isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MAX_TOTAL else 0
+
+
+def _inside_snapshot(path: str) -> bool | None:
+    """Whether llama.cpp keeps `path` as inside its snapshot folder, CACHE/models--O--R/snapshots/COMMIT
+    (`is_valid_subpath`: not absolute, inside once lexically normalised): True, False, or None where it leaves and
+    may come back in (its component after the climb could be the commit's 40 hex digits, which the hub names)."""
+    if path.startswith("/"):
+        return False
+    kept: list[str] = []
+    up = 0
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part != "..":
+            kept.append(part)
+        elif kept:
+            kept.pop()
+        else:
+            up += 1
+    if up == 0:
+        return True
+    could_return = len(kept) > up and re.fullmatch(r"[0-9A-Fa-f]{40}", kept[up - 1])
+    return None if could_return else False
 
 
 def _reachable(endpoint: str) -> None:
@@ -195,10 +188,10 @@ def expand(model: str) -> str:
         return model
     spec, at, revision = model[len("hf://"):].partition("@")
     repo, tag = split_repo_tag(spec)
-    files = repo_files(repo, revision, escaped(model))
-    chosen = best_model_file(files, tag)
+    listing = repo_listing(repo, revision, escaped(model))
+    chosen = best_model_file(listing.files, tag)
     if chosen is None:
-        listed = ", ".join(f for f in files if f.endswith(".gguf"))[:300] or "none"
-        raise RemoteError(f"hf://{spec}: no GGUF {'for ' + tag if tag else 'model file'} in the repository "
-                          f"(its .gguf files: {escaped(listed)})")
+        listed = ", ".join(f for f in listing.files if f.endswith(".gguf"))[:300] or "none"
+        raise RemoteError(f"hf://{escaped(spec)}: no GGUF {'for ' + escaped(tag) if tag else 'model file'} in the "
+                          f"repository (its .gguf files: {escaped(listed)}){listing.unseen()}")
     return f"hf://{repo}/{chosen}" + (f"@{revision}" if at else "")

@@ -25,7 +25,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from ..core.errors import LlamabenchError
 from ..core.safe_text import escaped
@@ -232,16 +231,6 @@ def bytes_read() -> int:
         return _read[0]
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    """(scheme, host, port) of a URL, the port its scheme's default where none is written."""
-    parts = urlsplit(url)
-    try:
-        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
-    except ValueError:
-        port = None
-    return parts.scheme.lower(), (parts.hostname or "").lower(), port
-
-
 class Reader:
     """The requests of one header read: one deadline, a bounded count, one version of the file."""
 
@@ -305,11 +294,9 @@ class Reader:
         _count(len(body))
         return _Answer(body, total, self.version)
 
-    def page(self, url: str, max_bytes: int) -> tuple[bytes, str | None]:
-        """A whole answer of at most `max_bytes` (a hub's listing page: read to its cap before anything parses it)
-        and the URL of the next page (its Link header's rel="next", on the same host only: Authorization goes
-        with it), or None."""
-        from requests.compat import urljoin
+    def page(self, url: str, max_bytes: int) -> tuple[bytes, bool]:
+        """A whole answer of at most `max_bytes` (a hub's listing page: read to its cap before anything parses it),
+        and whether its Link header names a next page (never asked for: llama.cpp's -hf reads the first only)."""
         from requests.utils import parse_header_links
 
         response = self._get({**self.headers, "Accept-Encoding": "identity"}, url)
@@ -325,14 +312,7 @@ class Reader:
         if len(body) > max_bytes:
             raise self.error(f"one page of the listing is over {max_bytes // 2**20} MiB: not a model repository")
         _count(len(body))
-        following = next((x.get("url") for x in parse_header_links(link) if x.get("rel") == "next"), None) \
-            if link else None
-        if not following:
-            return body, None
-        target = urljoin(url, following)
-        if _origin(target) != _origin(self.url):  # the token goes with it: the same scheme, host and port only
-            raise self.error("the listing's next page is on another host")
-        return body, target
+        return body, any(x.get("rel") == "next" for x in parse_header_links(link)) if link else False
 
     def _get(self, headers: dict, url: str | None = None):
         """The answer to a GET, redirects followed by hand: their bodies unread, the deadline over all, and
@@ -531,10 +511,12 @@ def _keep(local: Path, shown: str, data: bytearray, end: int, answer: _Answer) -
                           f"({exc.strerror or type(exc).__name__})") from None
 
 
-def fetch_header(model: str, cache: Path, *, progress: bool | None = None) -> Fetched:
-    """The header and tensor infos of a remote GGUF, as a sparse local file (cached by URL and ETag)."""
+def fetch_header(model: str, cache: Path, *, progress: bool | None = None, quiet: bool = False) -> Fetched:
+    """The header and tensor infos of a remote GGUF, as a sparse local file (cached by URL and ETag); the bytes
+    fetched shown on stderr as they come (`progress`; default: where stderr is a terminal) and said once read,
+    neither where `quiet` (headers read side by side: their lines would run together)."""
     url, headers = resolve_url(model)
-    show = sys.stderr.isatty() if progress is None else progress
+    show = not quiet and (sys.stderr.isatty() if progress is None else progress)
     with Reader(url, headers) as reader:
         first = reader.range(0, FIRST_RANGE - 1)
         local = _local_path(cache, reader.shown)
@@ -545,6 +527,7 @@ def fetch_header(model: str, cache: Path, *, progress: bool | None = None) -> Fe
     if show:
         print(file=sys.stderr)
     _keep(local, reader.shown, data, end, first)
-    print(f"llamabench: fetched {len(data) / 2**20:.2f} MiB of {first.total / 2**30:.2f} GiB (header and tensor "
-          f"infos) from {reader.shown}", file=sys.stderr)
+    if not quiet:
+        print(f"llamabench: fetched {len(data) / 2**20:.2f} MiB of {first.total / 2**30:.2f} GiB (header and tensor "
+              f"infos) from {reader.shown}", file=sys.stderr)
     return Fetched(local, reader.shown, len(data), first.total)

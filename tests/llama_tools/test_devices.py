@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import pytest
 
@@ -30,6 +31,7 @@ from llamabench.settings.budget import budget, reserve
 from llamabench.settings.params import Params
 from llamabench.settings.sweep import parse_value
 from llamabench.settings.values import endpoints, split_mode, tensor_split
+from llamabench.world.gguf_file import read_metadata
 from tests.support.llama_server import rpc_server, run_printed_command, tools_dir
 
 TOOLS = tools_dir()
@@ -238,6 +240,53 @@ def test_the_mtp_draft_context_over_two_cards_is_what_the_fit_said():
     row = record.fit.recommended("4GiB+4GiB", 8192, "draft-mtp")
     assert row is not None and len(row.placement.split) == 2
     started_card_by_card(llama_server_command(record.fit, row), row, lines=2)
+
+
+@pytest.mark.slow
+@needs_rpc
+@needs_tools
+@pytest.mark.parametrize("load_mode", ["auto", "none"])
+def test_tensor_overrides_over_two_cards_are_what_llama_server_allocates(load_mode):
+    """Door round 3, trap 7: -ot REGEX=BUFFER placed tensor by tensor (the first pattern a name matches), on a MoE
+    file no other test sizes (Qwen3-30B-A3B's twin): some blocks' up/down experts and other blocks' gate experts in
+    RAM over two cards. The fit's own --verify creates it, then llama-server runs the printed line over two
+    ggml-rpc-servers: each card's weights and KV to the printed 0.01 MiB, and the host's weights, the file's mapped
+    span (mmap) or the tensors read into a buffer (--load-mode none)."""
+    from llamabench.jobs.source import resolve
+    path = str(resolve("qwen3-30b-a3b").gguf_for_llama())
+    overrides = r"blk\.(2|5|7)\.ffn_(up|down)_exps=CPU,blk\.1[0-3]\.ffn_gate_exps=CPU"
+    record = lb.fit(path, vram="1GiB+1GiB", n_ctx=8192, type_k="f16", type_v="f16", reserve=0, backend="cpu",
+                    tensor_overrides=overrides, load_mode=load_mode, n_seq=1, verify=True)
+    row = record.fit.recommended("1GiB+1GiB", 8192)
+    assert_per_card(record.verify)
+    command = llama_server_command(record.fit, row)
+    assert f"-ot '{overrides}'" in command and ("--load-mode none" in command) == (load_mode == "none")
+    host = started_card_by_card(command, row)
+    assert abs(host.weights - row.host.weights) <= PRINTED_TOLERANCE_BYTES
+    # the tensors the patterns match (3 x 2 + 4 experts) and the input embeddings, each once, where the file is read
+    # into a buffer; mapped, the span from token_embd to blk.13's gate experts, the card's tensors between included
+    tensors = read_metadata(path).tensors
+    kept = sum(t.n_bytes for t in tensors if t.name == "token_embd.weight"
+               or any(re.search(p.partition("=")[0], t.name) for p in overrides.split(",")))
+    assert (row.host.weights == kept) == (load_mode == "none")
+
+
+@pytest.mark.slow
+@needs_rpc
+def test_an_override_to_a_named_card_moves_its_tensors_there():
+    """-ot REGEX=CUDA1: the experts of blocks 0-9 on the second card whatever their layers' card; the fit's dry runs
+    and its --verify name that card by its place among the devices (here an emulated card)."""
+    from llamabench.jobs.source import resolve
+    path = str(resolve("qwen3-30b-a3b").gguf_for_llama())
+    ask = dict(vram="1GiB+1GiB", n_ctx=8192, type_k="f16", type_v="f16", reserve=0, backend="cpu", n_seq=1,
+               tensor_split="1,1", n_gpu_layers=[99])
+    plain = lb.fit(path, **ask).fit.rows[0]
+    moved = lb.fit(path, **ask, tensor_overrides=r"blk\.[0-9]\.ffn_.*_exps=CUDA1", verify=True)
+    assert_per_card(moved.verify)
+    row = moved.fit.rows[0]
+    shift = plain.devices[0].parts.weights - row.devices[0].parts.weights
+    assert shift > 0 and row.devices[1].parts.weights - plain.devices[1].parts.weights == shift
+    assert row.host.weights == plain.host.weights
 
 
 # the command line ------------------------------------------------------------------------------

@@ -1,11 +1,14 @@
 """A GGUF file server on 127.0.0.1 for the remote tests: ranges or not, redirects, errors, an HF stand-in,
 and hostile servers (the first path segment, or an hf:// OWNER, picks the mode; see MODES).
 
-Every request is recorded (path, Authorization, Range, If-Range) in `server.served.requests`.
+Every request is recorded (path, Authorization, Range, If-Range) in `server.served.requests`. The hub's tree API
+(/api/models/...) lists every file served, or `server.served.pages` where a test sets it: each page a list of tree
+entries, page N+1 linked from page N (Link rel="next") as the hub pages its listings.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -64,6 +67,7 @@ class Served:
         self.bytes_sent = 0
         self.requests: list[Request] = []
         self.other_url = ""  # where redirect-other points
+        self.pages: list[list[dict]] | None = None  # the tree API's pages, where a test gives them
         self.lock = threading.Lock()
 
     def count(self, n: int) -> None:
@@ -121,6 +125,12 @@ def write_big_header(src: Path, dst: Path, pad: int = 3 << 20) -> Path:
     return dst
 
 
+def tree_entry(path: str, size: int, oid: str | None = None) -> dict:
+    """A file as the hub's tree API lists it: its path, size and git object id (40 hex digits, unless given)."""
+    return {"type": "file", "path": path, "size": size,
+            "oid": hashlib.sha1(path.encode()).hexdigest() if oid is None else oid}
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Answers a request as its mode asks; `_handler(served)` makes one bound to a server's `Served`."""
 
@@ -137,15 +147,25 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802
         h = self.headers
         self.served.record(Request(self.path, h.get("Host"), h.get("Authorization"), h.get("Range"), h.get("If-Range")))
-        if self.path.startswith("/api/models/"):  # huggingface_hub's list_repo_files: every file served, by path
-            files = sorted(str(p.relative_to(self.served.root)) for p in self.served.root.rglob("*") if p.is_file())
-            body = json.dumps([{"type": "file", "path": f, "size": 0, "oid": "0"} for f in files]).encode()
-            return self._plain(200, {"Content-Type": "application/json"}, body)
+        if self.path.startswith("/api/models/"):  # the hub's tree API
+            return self._listing()
         mode, name = _split(self.path)
         try:
             self._answer(mode, name)
         except OSError:  # the client hung up (a broken pipe, a reset): as it may
             self.close_connection = True
+
+    def _listing(self) -> None:
+        """One page of the tree API: `served.pages` where set (?page=N, the next linked), else every file, by path,
+        each with the git object id the hub gives."""
+        pages = self.served.pages
+        if pages is None:
+            files = sorted(str(p.relative_to(self.served.root)) for p in self.served.root.rglob("*") if p.is_file())
+            pages = [[tree_entry(f, 0) for f in files]]
+        page = int(self.path.rpartition("page=")[2]) if "page=" in self.path else 1
+        more = {"Link": f'</api/models/next?page={page + 1}>; rel="next"'} if page < len(pages) else {}
+        body = json.dumps(pages[page - 1] if page <= len(pages) else []).encode()
+        return self._plain(200, {"Content-Type": "application/json", **more}, body)
 
     def _plain(self, status: int, headers: dict | None = None, body: bytes = b"") -> None:
         self.send_response(status)

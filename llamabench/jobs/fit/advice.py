@@ -12,6 +12,16 @@ def describe_placement(p: Placement, n_layer_all: int) -> str:
     return where
 
 
+def describe_row(row, n_layer_all: int) -> str:
+    """A row's placement in words, with the tensor overrides it was sized with (-ot, --cpu-moe)."""
+    where = describe_placement(row.placement, n_layer_all)
+    s = row.settings
+    extra = ["--cpu-moe"] if s.cpu_moe else []
+    if s.tensor_overrides:
+        extra.append(f"-ot ({len(s.tensor_overrides)} pattern{'s' if len(s.tensor_overrides) > 1 else ''})")
+    return where + (", " + ", ".join(extra) if extra else "")
+
+
 def describe_one(p: Placement, n_layer_all: int) -> str:
     if p.kind is PlacementKind.ALL:
         return "all layers on the card"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ...core.units import GIB
+from ...core.units import GIB, MIB
 from ...memory import speculative
+from ...memory.runtimes import RuntimeConfig
 from ...model.geometry import ModelGeometry
 from ...settings.budget import Budget
 from ...settings.params import Params
@@ -47,3 +48,35 @@ def pool_basis(budgets: tuple[Budget, ...]) -> dict[str, str]:
             "host": "system RAM beside the device: mapped weights, host layers' caches, host compute and output "
                     "buffers, the prompt cache limit and the checkpoint bound; checked with the device's buffers "
                     "against the pool's RAM"}
+
+
+def fit_basis(source, *, weights: str, geometry: ModelGeometry, devices, verify: bool,
+           ram_mode: bool, n_cards: int, reserve, runtime: RuntimeConfig, ram: Budget | None) -> dict[str, str]:
+    """Where each part's bytes come from, in words (`source`: the ModelSource; `devices`: the session's)."""
+    compute_source = ("the GGUF" if source.path else "the geometry twin" if verify
+                      else "a full-size shape twin (real shapes and vocabulary, zero data)")
+    measured = (f"measured: llama.cpp's own buffers in its no_alloc dry run at each n_ctx tried, per device (no "
+                f"layout rule for {geometry.architecture} in llamabench: {geometry.no_rule})")
+    return {
+        "weights": weights,
+        "KV": measured if geometry.no_rule else
+        "computed from the GGUF metadata (exact; `llamabench verify` checks it against llama.cpp)",
+        "recurrent": measured if geometry.no_rule else "computed from the GGUF metadata (exact, f32)",
+        "compute": f"llama.cpp's own no_alloc dry run of {compute_source}, same placement and context, over "
+                   f"{devices.backend}: each card's and the host's buffers apart"
+                   + ("; with several devices llama.cpp pipelines the layers (pipeline parallelism): every "
+                      "card holds a compute buffer of its own" if n_cards > 1 else "")
+                   + ("" if devices.gpu_build and not devices.emulate or devices.rules is not None
+                      else "; a GPU build's buffers may differ (op offload of host weights)"),
+        "reserve": ("none in system RAM (the --ram budget is all usable)" if ram_mode
+                    else ("+".join(f"{r / MIB:.0f}" for r in reserve) + " MiB kept free on the cards, one each,"
+                          if isinstance(reserve, tuple) else f"{reserve / MIB:.0f} MiB kept free")
+                    + " for the driver and display (--reserve)"),
+        "runtime": runtime.describe(geometry) + " (its context is what is sized; --runtime, -np, -kvu change it)",
+        "host": ("system RAM beside the card: the weights kept there (the file's mapped span, or with --load-mode "
+                 "none the tensors read into buffers), host layers' caches, host compute and output "
+                 "buffers" + (", the prompt cache limit and the checkpoint bound (they grow while the server "
+                              "runs)" if runtime.is_server else "")
+                 + (f"; checked against --ram {ram.label}" if ram and not ram_mode else "; not checked (--ram SIZE)"
+                    if not ram_mode else "")),
+    }

@@ -33,12 +33,14 @@ from ...model.weights import WeightsBreakdown, breakdown
 from ...records.fit import FitVerification
 from ...settings.budget import Budget
 from ...settings.params import Params
+from ...settings.tensor_overrides import LoadMode, Placer, overrides_of
 from ...world import remote as remote_reader
 from ...world import sysinfo
 from ..source import ModelSource, read_any, resolve
 from ..twin.shape import file_in_quant, published_weights
-from .basis import pool_basis, spec_words
+from .basis import fit_basis, pool_basis, spec_words
 from .options import FitRequest
+from .overrides import placement_words
 from .probe import ComputeProbe
 from .search import Fitter
 from .speed import with_speeds
@@ -72,6 +74,7 @@ def run_fit(request: FitRequest, source: ModelSource | None = None) -> FitAnswer
                               spec_params=request.speculative, spec_given=request.spec_given,
                               draft=request.draft is not None)
     session.maps_file = request.maps_file
+    session.place_tensors(request.tensor_overrides, request.cpu_moe, request.load_mode)
     if any(b.pool is not None for b in request.budgets):
         session.basis.update(pool_basis(request.budgets))
     if request.draft is not None:
@@ -293,37 +296,6 @@ def _weights_words(file: _WeightsFile, weights: WeightsBreakdown, devices: _Devi
     return file.basis + on_card + backend_weights
 
 
-def _basis(source: ModelSource, *, weights: str, geometry: ModelGeometry, devices: _Devices, verify: bool,
-           ram_mode: bool, n_cards: int, reserve, runtime: RuntimeConfig, ram: Budget | None) -> dict[str, str]:
-    """Where each part's bytes come from, in words."""
-    compute_source = ("the GGUF" if source.path else "the geometry twin" if verify
-                      else "a full-size shape twin (real shapes and vocabulary, zero data)")
-    measured = (f"measured: llama.cpp's own buffers in its no_alloc dry run at each n_ctx tried, per device (no "
-                f"layout rule for {geometry.architecture} in llamabench: {geometry.no_rule})")
-    return {
-        "weights": weights,
-        "KV": measured if geometry.no_rule else
-        "computed from the GGUF metadata (exact; `llamabench verify` checks it against llama.cpp)",
-        "recurrent": measured if geometry.no_rule else "computed from the GGUF metadata (exact, f32)",
-        "compute": f"llama.cpp's own no_alloc dry run of {compute_source}, same placement and context, over "
-                   f"{devices.backend}: each card's and the host's buffers apart"
-                   + ("; with several devices llama.cpp pipelines the layers (pipeline parallelism): every "
-                      "card holds a compute buffer of its own" if n_cards > 1 else "")
-                   + ("" if devices.gpu_build and not devices.emulate or devices.rules is not None
-                      else "; a GPU build's buffers may differ (op offload of host weights)"),
-        "reserve": ("none in system RAM (the --ram budget is all usable)" if ram_mode
-                    else ("+".join(f"{r / MIB:.0f}" for r in reserve) + " MiB kept free on the cards, one each,"
-                          if isinstance(reserve, tuple) else f"{reserve / MIB:.0f} MiB kept free")
-                    + " for the driver and display (--reserve)"),
-        "runtime": runtime.describe(geometry) + " (its context is what is sized; --runtime, -np, -kvu change it)",
-        "host": ("system RAM beside the card: mapped weights, host layers' caches, host compute and output "
-                 "buffers" + (", the prompt cache limit and the checkpoint bound (they grow while the server "
-                              "runs)" if runtime.is_server else "")
-                 + (f"; checked against --ram {ram.label}" if ram and not ram_mode else "; not checked (--ram SIZE)"
-                    if not ram_mode else "")),
-    }
-
-
 class FitSession:
     def __init__(self, *, name: str, geometry: ModelGeometry, weights: WeightsBreakdown, probe: ComputeProbe,
                  basis: dict, model_hint: str, gpu_build: bool, verify_path: str | None, flash_attn: bool,
@@ -353,7 +325,7 @@ class FitSession:
         weights_of = {kind: file_weights(file, geometry, loaded_tensors(file.meta, geometry, kind))
                       for kind in spec_types}
         weights = weights_of[spec_types[0]]
-        basis = _basis(source, weights=_weights_words(file, weights, devices, ram_mode=ram_mode, remote=remote),
+        basis = fit_basis(source, weights=_weights_words(file, weights, devices, ram_mode=ram_mode, remote=remote),
                        geometry=geometry, devices=devices, verify=verify, ram_mode=ram_mode, n_cards=n_cards,
                        reserve=reserve, runtime=runtime, ram=ram)
         if file.scale is not None and not file.by_bytes and devices.rules is not None and devices.rules.offloads \
@@ -416,6 +388,20 @@ class FitSession:
     draft_devices: "tuple[int, ...] | None" = None  # -devd: the cards it is on (): none; None: the target's
     draft_hint: str = ""  # -md as the printed command names it
     draft_device_names: str = ""  # -devd as given
+
+    tensor_overrides: tuple[str, ...] = ()  # -ot as given
+    cpu_moe = False
+    load_mode = LoadMode.AUTO.value
+    placer = Placer()
+
+    def place_tensors(self, tensor_overrides: tuple[str, ...], cpu_moe: bool, load_mode: str) -> None:
+        """-ot, --cpu-moe and --load-mode: the tensors the overrides place, and how the host's weights are held."""
+        self.tensor_overrides, self.cpu_moe, self.load_mode = tuple(tensor_overrides), cpu_moe, load_mode
+        self.placer = Placer.of(overrides_of(self.tensor_overrides, cpu_moe), tuple(self.remote))
+        notes, words = placement_words(self.name, self.weights, self.tensor_overrides, cpu_moe, LoadMode(load_mode))
+        self.notes += notes
+        if words:
+            self.basis["placement"] = words
 
     def tell(self, progress: Callable[[str], None]) -> None:
         """A line at each dry run llama.cpp answers (the searches run many: each a context created with no_alloc)."""
@@ -488,7 +474,8 @@ class FitSession:
             for budget, n_ctx, (type_k, type_v), spec in cells:
                 settings = self.runtime.context(self.spec_params.replace(
                     n_ctx=n_ctx, type_k=type_k, type_v=type_v, flash_attn=self.flash_attn, n_ubatch=self.n_ubatch,
-                    spec_type=spec, op_offload=self.op_offload))
+                    spec_type=spec, op_offload=self.op_offload, tensor_overrides=self.tensor_overrides,
+                    cpu_moe=self.cpu_moe, load_mode=self.load_mode))
                 try:
                     found = fitters[spec].rows(budget, settings, placements)
                 except Stalled:
@@ -584,4 +571,5 @@ class FitSession:
                       tensor_split=self.tensor_split,
                       draft=self.draft if speculative.uses_draft_model(spec) else None,
                       draft_devices=self.draft_devices,
-                      expert_share=self.expert_share, maps_file=self.maps_file)
+                      expert_share=self.expert_share, maps_file=self.maps_file, placer=self.placer,
+                      load_mode=LoadMode(self.load_mode))

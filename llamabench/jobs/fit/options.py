@@ -22,12 +22,14 @@ from ...settings.budget import DEFAULT_OS_RESERVE, Budget, Card, UnifiedPool, un
 from ...settings.cards import find_card
 from ...settings.params import SCHEMA, Params
 from ...settings.sweep import MAX_FIT_CELLS, cache_pairs, check_plan_size, parse_value
+from ...settings.tensor_overrides import overrides_of, target
 from ...settings.values import device_positions
 from ...world import catalog, sysinfo
 from ..arguments import call_values
 
 FIT_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_ubatch", "n_gpu_layers", "n_cpu_moe", "tensor_split",
-              "split_mode", "main_gpu", "spec_type", "spec_draft_n_max", "type_k_draft", "type_v_draft", "op_offload")
+              "split_mode", "main_gpu", "spec_type", "spec_draft_n_max", "type_k_draft", "type_v_draft", "op_offload",
+              "tensor_overrides", "cpu_moe", "load_mode")
 FIT_LISTS = ("n_ctx", "type_k", "type_v", "n_gpu_layers", "n_cpu_moe")
 FIT_DEFAULTS = {"type_k": ("f16", "q8_0", "q4_0"), "type_v": ("f16", "q8_0", "q4_0")}
 
@@ -69,6 +71,10 @@ class FitRequest:
     draft_ngl: int | None = None  # -ngld; None: all its layers on the card
     draft_devices: "tuple[str, tuple[int, ...]] | None" = None  # -devd: its names, and their places among the cards
     progress: "Callable[[str], None] | None" = None  # told a line at each dry run llama.cpp answers
+    # llama.cpp's placement and load flags, as given: -ot's REGEX=BUFFER pieces, --cpu-moe, --load-mode
+    tensor_overrides: tuple[str, ...] = ()
+    cpu_moe: bool = False
+    load_mode: str = "auto"
 
     @property
     def n_cards(self) -> int:
@@ -128,6 +134,7 @@ def fit_request(model: str, params: dict[str, Any], *, vram=None,
     pairs = cache_pairs(values["type_k"], values["type_v"])
     placements = _placements(values, params)
     _check_runtime(config, placements, cache_ram is not None or ctx_checkpoints is not None)
+    _check_overrides(values, config, cpu_only)
     if not config.is_server and "spec_type" in params and values["spec_type"] != "none":
         raise UsageError(f"--spec-type {values['spec_type']} is llama-server's: Llama() decodes without a draft",
                          hint="use --runtime llama-server, or leave out --spec-type")
@@ -139,6 +146,7 @@ def fit_request(model: str, params: dict[str, Any], *, vram=None,
         _check_no_card_flags(params, n_gpu_layers_draft, device_draft)
     budgets = with_remote_hosts(budgets, rpc_hosts)
     _check_device_lists(budgets, values["tensor_split"], reserve_bytes, rpc_hosts)
+    _check_override_devices(values["tensor_overrides"], budgets, rpc_hosts)
     split = _split_mode(values, budgets, reserve_bytes, rpc_hosts)
     budgets = split.pop("budgets")
     check_plan_size("fit's evaluations", {"budgets": len(budgets), "contexts": len(contexts), "KV types": len(pairs),
@@ -160,7 +168,8 @@ def fit_request(model: str, params: dict[str, Any], *, vram=None,
                       draft_ngl=None if n_gpu_layers_draft is None else parse_value("n_gpu_layers_draft",
                                                                                      n_gpu_layers_draft, listed=False),
                       draft_devices=_draft_devices(device_draft, model_draft, budgets, rpc_hosts, cpu_only),
-                      progress=progress if callable(progress) else None, **split)
+                      progress=progress if callable(progress) else None, tensor_overrides=values["tensor_overrides"],
+                      cpu_moe=values["cpu_moe"], load_mode=values["load_mode"], **split)
 
 
 def unified_budgets(budgets: list[Budget], *, unified: bool, wired_limit, reserve, reserve_bytes, ram: Budget | None,
@@ -289,6 +298,31 @@ def _check_runtime(config: RuntimeConfig, placements: list[Placement], server_ca
                          hint="use -ngl, or --runtime llama-server")
     if not config.is_server and server_cache:
         raise UsageError("--cache-ram and --ctx-checkpoints are llama-server's: Llama() keeps neither")
+
+
+def _check_overrides(values: dict[str, Any], config: RuntimeConfig, cpu_only: bool) -> None:
+    """-ot, --cpu-moe and --load-mode against the runtime and --cpu-only: Llama() takes no tensor override, and maps
+    or not (use_mmap, use_mlock); with --cpu-only every tensor is in system RAM already."""
+    placed = [flag for flag, given in (("-ot", values["tensor_overrides"]), ("--cpu-moe", values["cpu_moe"])) if given]
+    if placed and not config.is_server:
+        raise UsageError(f"Llama() takes no tensor buffer override (llama-cpp-python 0.3.36): {' and '.join(placed)} "
+                         "do not apply", hint="use --runtime llama-server")
+    if placed and cpu_only:
+        raise UsageError(f"--cpu-only puts every tensor in system RAM: {' and '.join(placed)} do not apply")
+    if values["load_mode"] == "dio" and not config.is_server:
+        raise UsageError("--load-mode dio: Llama() maps or reads the file (use_mmap, use_mlock), no direct I/O")
+
+
+def _check_override_devices(tensor_overrides: tuple[str, ...], budgets: list[Budget],
+                            rpc_hosts: tuple[str, ...]) -> None:
+    """Each device an -ot names is one of every machine's (CUDA1 needs two cards, the --rpc hosts first)."""
+    for override in overrides_of(tensor_overrides, False):
+        where = target(override, rpc_hosts)
+        for b in budgets:
+            n = max(1, len(b.devices))
+            if where is not None and where >= n:
+                raise UsageError(f"-ot {override.text}: {b.label} has {n} device(s), llama.cpp's 0 to {n - 1} (the "
+                                 "--rpc hosts first)", hint="name a device of the machine, or CPU")
 
 
 def _check_devices(cpu_only: bool, emulate: bool, placements: list[Placement], rpc_given, budgets: list[Budget],

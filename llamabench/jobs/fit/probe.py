@@ -22,6 +22,7 @@ from ...memory.allocations import HOST, Allocations
 from ...memory.backends import emulates, rules_for
 from ...memory.speculative import MTP
 from ...settings.params import Params
+from ...settings.tensor_overrides import overrides_of, target
 from .dry_run_cache import DryRunCache, devices_kind, file_identity
 from .search import ComputeSplit
 
@@ -76,6 +77,16 @@ def _split(settings: Params, alloc: Allocations, devices: tuple[str, ...], weigh
     return ComputeSplit(card=total - host, host=host, **weights, **caches)
 
 
+def positional_overrides(settings: Params, remote: tuple[str, ...]) -> tuple[str, ...]:
+    """-ot and --cpu-moe as a load of ours takes them (llama.llama_params): `REGEX=CPU` for system RAM, `REGEX=@N`
+    for the N-th device of the load (the --rpc hosts first), whatever the device is called where the user runs it."""
+    out = []
+    for override in overrides_of(settings.tensor_overrides, settings.cpu_moe):
+        where = target(override, remote)
+        out.append(f"{override.pattern}=" + ("CPU" if where is None else f"@{where}"))
+    return tuple(out)
+
+
 class ComputeProbe:
     """Callable settings (placement included) -> ComputeSplit, as `search.Fitter` takes it.
 
@@ -112,12 +123,13 @@ class ComputeProbe:
                 kind += f"|target={file_identity(target_path)}"
             self._disk = DryRunCache(path, kind)
 
-    @staticmethod
-    def placement_of(settings: Params) -> Params:
-        """The model parameters of a dry run: the placement alone (the context varies per call)."""
+    def placement_of(self, settings: Params) -> Params:
+        """The model parameters of a dry run: the placement alone (the context varies per call), its tensor
+        overrides with each device named by its place among this probe's devices."""
         return Params(n_gpu_layers=settings.n_gpu_layers, n_cpu_moe=settings.n_cpu_moe, repack=False,
                       tensor_split=settings.tensor_split, split_mode=settings.split_mode, main_gpu=settings.main_gpu,
-                      spec_type=settings.spec_type if settings.spec_type == MTP else "none")  # load_mtp
+                      spec_type=settings.spec_type if settings.spec_type == MTP else "none",  # load_mtp
+                      tensor_overrides=positional_overrides(settings, self.remote))
 
     def devices(self, n_devices: int) -> tuple[str, ...]:
         """The first n_devices devices (endpoints or device names); () : the build's default selection."""

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 from ...core import serial
 from ...core.errors import LlamabenchError
+from ...core.safe_text import escaped
 from ...records.fit import FitRecord
 from ...records.quality import QualityRow
 from ...runtimes.registry import run_line
 from ..source import resolve
 from ..twin.shape import published_weights
-from .advice import describe_placement
-from .quants import QuantLine, ReadQuant, RepoQuants
+from .advice import describe_row
+from .quants import QuantLine, ReadQuant, RepoQuants, SweepWatch
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ class QuantFit:
                 best = result.recommended(budget.label, n_ctx)
                 row = best or min(rows, key=lambda r: r.short_by)
                 out.append(QuantLine(budget.label, n_ctx, f"{row.settings.type_k}/{row.settings.type_v}",
-                                     describe_placement(row.placement, result.n_layer_all), best is not None,
+                                     describe_row(row, result.n_layer_all), best is not None,
                                      0 if best else row.short_by, max(r.max_n_ctx for r in rows),
                                      run_line(result, best) if best else ""))
         return tuple(out)
@@ -85,37 +86,58 @@ class QuantFits:
                                      "command": best[1].command} if best else None}}
 
 
-def fit_each(found: RepoQuants, read: list[ReadQuant], measured: dict[str, QualityRow], *,
-             fit_one: Callable, keep: Callable[[FitRecord], FitRecord]) -> tuple[QuantFit, ...]:
-    """Each quant whose header was read, fitted (`fit_one(url, source)`) and kept (`keep`: saved where asked);
-    one that cannot be read or fitted carries its error, and the others still answer."""
+def outcome(q: QuantFit) -> str:
+    """A quant's answer in a few words, for its progress line."""
+    if q.record is None:
+        return "not fitted: " + escaped(q.error or "no answer")
+    fits = [line for line in q.lines() if line.fits]
+    return f"fits {fits[0].budget} at n_ctx {fits[0].n_ctx} with {fits[0].kv} KV" if fits else "fits no budget asked"
+
+
+def _weighed(watch: SweepWatch, q: QuantFit) -> QuantFit:
+    size = f", {q.size_bytes / 10**9:.2f} GB" if q.size_bytes else ""
+    watch.weighed(f"{q.quant} ({escaped(q.file)}{size})", outcome(q))
+    return q
+
+
+def fit_each(found: RepoQuants, read: Iterable[ReadQuant], measured: dict[str, QualityRow], *,
+             fit_one: Callable, keep: Callable[[FitRecord], FitRecord], watch: SweepWatch) -> tuple[QuantFit, ...]:
+    """Each quant whose header was read, fitted as it arrives (`fit_one(url, source)`) and kept (`keep`: saved where
+    asked), said to `watch` and within its deadline; one that cannot be read or fitted carries its error, and the
+    others still answer. A quant's size is the file's as read (the server's size of each part: the tensors end
+    within it), never the listing's where the header was read: a listing may say anything."""
     quants = []
+    watch.total = len(found.quants)
     for r in read:
+        watch.check()
         url = found.url(r.quant)
         if r.source is None:
-            quants.append(QuantFit(r.quant.tag, r.quant.file, url, r.quant.size_bytes, 0, error=r.error))
+            quants.append(_weighed(watch, QuantFit(r.quant.tag, r.quant.file, url, r.quant.size_bytes, 0,
+                                                   error=r.error)))
             continue
         meta = r.source.metadata
-        size = r.quant.size_bytes or meta.file_bytes
         n_params = sum(math.prod(t.shape) for t in meta.tensors)
         try:
             record = fit_one(url, r.source)
         except LlamabenchError as exc:
-            quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, error=str(exc)))
+            quants.append(_weighed(watch, QuantFit(r.quant.tag, r.quant.file, url, meta.file_bytes, n_params,
+                                                   error=str(exc))))
             continue
-        quants.append(QuantFit(r.quant.tag, r.quant.file, url, size, n_params, keep(record),
-                               quality=measured.get(r.source.label)))
+        quants.append(_weighed(watch, QuantFit(r.quant.tag, r.quant.file, url, meta.file_bytes, n_params,
+                                               keep(record), quality=measured.get(r.source.label))))
     return tuple(quants)
 
 
 def fit_catalog_quants(model: str, names: tuple[str, ...], *, fit_one: Callable[[str], FitRecord],
-                       keep: Callable[[FitRecord], FitRecord]) -> tuple[QuantFit, ...]:
+                       keep: Callable[[FitRecord], FitRecord], watch: SweepWatch) -> tuple[QuantFit, ...]:
     """Each quant of a catalog model weighed (its published file, else llama.cpp's recipe for the file type on the
-    model's shape twin) and fitted (`fit_one(name)`: fit with that --quant); one that cannot be weighed or fitted
-    carries its error, and the others still answer."""
+    model's shape twin) and fitted (`fit_one(name)`: fit with that --quant), said to `watch` and within its deadline;
+    one that cannot be weighed or fitted carries its error, and the others still answer."""
     source = resolve(model)
     out = []
+    watch.total = len(names)
     for name in names:
+        watch.check()
         hint = f"{model}-{name}.gguf"
         try:
             weighed = published_weights(source, name)
@@ -123,7 +145,7 @@ def fit_catalog_quants(model: str, names: tuple[str, ...], *, fit_one: Callable[
             n_params = sum(math.prod(t.shape) for t in weighed.meta.tensors)
             record = fit_one(name)
         except LlamabenchError as exc:
-            out.append(QuantFit(name, hint, model, 0, 0, error=str(exc)))
+            out.append(_weighed(watch, QuantFit(name, hint, model, 0, 0, error=str(exc))))
             continue
-        out.append(QuantFit(name, weighed.hint, model, size, n_params, keep(record)))
+        out.append(_weighed(watch, QuantFit(name, weighed.hint, model, size, n_params, keep(record))))
     return tuple(out)

@@ -1,24 +1,77 @@
 """`fit -hf OWNER/REPO --quant all` (or a comma list): every quant of a Hugging Face repository fitted from its header.
 
-The repository is listed once (huggingface_hub, HF_ENDPOINT and HF_TOKEN honoured); each quant's file is the one
-llama.cpp's `-hf OWNER/REPO:QUANT` loads (world.hf_repo.best_model_file), a split set counted as one model (all its
-parts' headers, its total size). The headers are read side by side (a few at a time, each within the remote
-deadlines), then each quant is fitted as `fit` fits a file, with the same settings; a quant whose header cannot be
-read says why in its own line and the others still answer.
+The repository is listed once, as llama.cpp's -hf lists it (world.hf_repo: its first page; HF_ENDPOINT and HF_TOKEN
+honoured); each quant's file is the one llama.cpp's `-hf OWNER/REPO:QUANT` loads (world.hf_pick.best_model_file), a
+split set counted as one model (all its parts' headers, its total size). The headers are read side by side (a few at a
+time, each within the remote deadlines) and each quant is fitted as its header arrives, as `fit` fits a file, with the
+same settings; a quant whose header cannot be read says why in its own line and the others still answer.
+
+A sweep weighs MAX_QUANTS quants at most and ends by SWEEP_SECONDS: past either it stops in one line that says how to
+narrow it (--quant Q4_K_M,Q5_K_M). What --quant asks is read before anything is asked of the hub.
 """
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
-from ...core.errors import LlamabenchError, UsageError
+from ...core.errors import DeadlinePassed, LlamabenchError, UsageError
 from ...model.quants import LLAMA_FTYPES, ftype_of
-from ...world import catalog, hf_repo, remote
+from ...world import catalog, hf_pick, hf_repo
 from ...world.remote import RemoteError
 from ..source import ModelSource, resolve
 
 READ_AT_ONCE = 4  # headers read side by side
+MAX_QUANTS = 64  # quants one sweep weighs (a repository's own hold some 30): more asks to be narrowed
+SWEEP_SECONDS = 600.0  # one sweep's deadline, listing, header reads and fits together
+NARROW = "name the quants to weigh: --quant Q4_K_M,Q5_K_M"
+
+
+def asked_quants(quant: str) -> list[str]:
+    """The quants --quant names (["all"], or a comma list), checked before the hub or the catalog is asked: a
+    UsageError for none named, or more than MAX_QUANTS."""
+    asked = [t.strip() for t in str(quant).split(",") if t.strip()]
+    if not asked:
+        raise UsageError(f"--quant {quant!r}: no quant named", hint="--quant all, or a comma list: Q4_K_M,Q5_K_M")
+    if [t.lower() for t in asked] == ["all"]:
+        return ["all"]
+    check_count(len(asked), "--quant")
+    return asked
+
+
+def check_count(n: int, what: str) -> None:
+    """A UsageError where a sweep would weigh more than MAX_QUANTS quants."""
+    if n > MAX_QUANTS:
+        raise UsageError(f"{what} names {n:,} quants: a sweep weighs {MAX_QUANTS} at most", hint=NARROW)
+
+
+@dataclass
+class SweepWatch:
+    """One sweep's deadline (SWEEP_SECONDS from its start) and its progress: one line per quant as it is weighed,
+    told to `report` (the CLI prints each on its own line on stderr)."""
+
+    shown: str  # what is swept: hf://OWNER/REPO or a catalog id
+    report: Callable[[str], None] | None = None
+    total: int = 0
+    done: int = 0
+    start: float = field(default_factory=time.monotonic)
+
+    def check(self) -> None:
+        """DeadlinePassed once the sweep has run SWEEP_SECONDS."""
+        elapsed = time.monotonic() - self.start
+        if elapsed > SWEEP_SECONDS:
+            raise DeadlinePassed(f"{self.shown}: the sweep passed its {SWEEP_SECONDS:g} s deadline after "
+                                 f"{self.done} of {self.total} quants", hint=NARROW)
+
+    def weighed(self, what: str, outcome: str) -> None:
+        """One quant weighed: `what` (its tag, file, size) and `outcome` said in its own line."""
+        self.done += 1
+        if self.report is not None:
+            self.report(f"llamabench: [{self.done}/{self.total}] {what}: {outcome} "
+                        f"({time.monotonic() - self.start:.1f} s)")
 
 
 @dataclass(frozen=True)
@@ -28,7 +81,7 @@ class QuantFile:
     tag: str
     file: str
     parts: tuple[str, ...]
-    size_bytes: int  # the listing's, summed over the parts (0: the hub did not say; the header read says then)
+    size_bytes: int  # the listing's, summed over the parts (0: not said); only where the header cannot be read
 
 
 @dataclass(frozen=True)
@@ -62,11 +115,11 @@ def catalog_quants(model: str, quant: str) -> tuple[str, ...]:
     types), or a comma list, each a published quant or a file type (UsageError naming what is neither)."""
     entry = catalog.find_entry(model)
     published = [q.name for q in entry.published_quants]
-    asked = [t.strip() for t in str(quant).split(",") if t.strip()]
-    if not asked:
-        raise UsageError(f"--quant {quant!r}: no quant named", hint="--quant all, or a comma list: Q4_K_M,Q8_0")
-    if [t.lower() for t in asked] == ["all"]:
-        return tuple(dict.fromkeys([*published, *RECIPE_QUANTS]))
+    asked = asked_quants(quant)
+    if asked == ["all"]:
+        every = tuple(dict.fromkeys([*published, *RECIPE_QUANTS]))
+        check_count(len(every), f"{model} --quant all")
+        return every
     by_upper = {q.upper(): q for q in published}
     unknown = [t for t in asked if t.upper() not in by_upper and ftype_of(t) is None]
     if unknown:
@@ -77,31 +130,39 @@ def catalog_quants(model: str, quant: str) -> tuple[str, ...]:
 
 
 def list_quants(model: str, quant: str) -> RepoQuants:
-    """The quants `--quant` asks for (all, or a comma list of tags, any case) of the repository MODEL names."""
+    """The quants `--quant` asks for (all, or a comma list of tags, any case) of the repository MODEL names; each tag
+    checked (a regular expression llama.cpp reads alike, MAX_QUANTS at most) before the hub is asked."""
     spec, at, revision = model[len("hf://"):].partition("@")
     repo, _ = hf_repo.split_repo_tag(spec)
+    asked = asked_quants(quant)
+    every = asked == ["all"]
+    for t in [] if every else asked:
+        hf_pick.tag_pattern(t.upper())
     listing = hf_repo.repo_listing(repo, revision or None, f"hf://{spec}")
-    files = list(listing)
-    found = hf_repo.repo_quants(files)
-    if not found:
+    files = listing.files
+    named = hf_pick.listed_tags(files)
+    if every:
+        check_count(len(named), f"hf://{spec} --quant all")
+    found = hf_pick.repo_quants(files, named if every else None)
+    if every and not found:
         listed = ", ".join(f for f in files if f.endswith(".gguf"))[:300] or "none"
-        raise UsageError(f"hf://{spec}: no GGUF model file named by its quant (its .gguf files: {listed})")
-    asked = [t.strip() for t in quant.split(",") if t.strip()]
-    if [t.lower() for t in asked] == ["all"]:
+        raise UsageError(f"hf://{spec}: no GGUF model file named by its quant (its .gguf files: {listed})"
+                         f"{listing.unseen()}")
+    if every:
         tags = list(found)
     else:
-        by_upper = {t.upper(): t for t in found}
-        missing = [t for t in asked if t.upper() not in by_upper and hf_repo.best_model_file(files, t) is None]
-        if missing:
-            raise UsageError(f"--quant {', '.join(missing)}: hf://{spec} holds no such quant",
-                             hint="its quants: " + ", ".join(found))
+        by_upper = {t.upper(): t for t in named}
         tags = [by_upper.get(t.upper(), t.upper()) for t in asked]
-        for t in tags:
-            found.setdefault(t, hf_repo.best_model_file(files, t))
+        picks = {t: hf_pick.best_model_file(files, t) for t in dict.fromkeys(tags)}
+        missing = [t for t, f in picks.items() if f is None]
+        if missing:
+            raise UsageError(f"--quant {', '.join(missing)}: hf://{spec} holds no such quant{listing.unseen()}",
+                             hint="its quants: " + (", ".join(named) or "none"))
+        found = picks
     quants = []
     for tag in dict.fromkeys(tags):
-        parts = hf_repo.split_parts(files, found[tag])
-        quants.append(QuantFile(tag, found[tag], tuple(parts), sum(listing.get(p, 0) for p in parts)))
+        parts = hf_pick.split_parts(files, found[tag])
+        quants.append(QuantFile(tag, found[tag], tuple(parts), sum(listing.sizes.get(p, 0) for p in parts)))
     return RepoQuants(repo, revision if at else None, tuple(quants))
 
 
@@ -114,22 +175,26 @@ class ReadQuant:
     error: str | None = None
 
 
-def read_headers(found: RepoQuants) -> tuple[list[ReadQuant], int]:
-    """Every quant's header (all its parts), READ_AT_ONCE at a time; and the bytes read."""
-    before = remote.bytes_read()
+@contextmanager
+def read_headers(found: RepoQuants) -> Iterator[Iterator[ReadQuant]]:
+    """Every quant's header (all its parts), in order as each arrives, READ_AT_ONCE read side by side; those not
+    begun are dropped when the sweep ends early (its deadline), those begun end within their own deadline."""
 
     def read(q: QuantFile) -> ReadQuant:
         try:
-            source = resolve(found.url(q))
+            source = resolve(found.url(q), quiet=True)  # the sweep says one line per quant, not one per header
         except (RemoteError, LlamabenchError) as exc:
             return ReadQuant(q, None, str(exc))
         spec = f"{found.repo}:{q.tag}"  # what llama.cpp's -hf is told: it loads this very file (its own pick)
         return ReadQuant(q, ModelSource(source.metadata, None, source.path, source.label, url=source.url,
                                         hf_spec=spec))
 
-    with ThreadPoolExecutor(max_workers=READ_AT_ONCE) as pool:
-        read_all = list(pool.map(read, found.quants))
-    return read_all, remote.bytes_read() - before
+    pool = ThreadPoolExecutor(max_workers=READ_AT_ONCE)
+    try:
+        futures = [pool.submit(read, q) for q in found.quants]
+        yield (f.result() for f in futures)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ footprint and the runtime's context (`runtimes`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Callable
 
 from ...core.errors import ContextRefused, LlamabenchError
@@ -23,51 +23,8 @@ from ...model.geometry import ModelGeometry
 from ...model.weights import WeightsBreakdown
 from ...settings.budget import Budget
 from ...settings.params import Params
-
-
-@dataclass(frozen=True)
-class ComputeSplit:
-    """llama.cpp's dry-run figures of one placement: its compute (+ output) buffers on the card and on the
-    host, and, where they were read from the backend (a GPU build, remote hosts), the weights each device took."""
-
-    card: int
-    host: int = 0
-    cards: tuple[int, ...] = ()  # several devices: each one's, in device order (card is their sum)
-    # the weights each device took in llama.cpp's dry run, in device order, and those left on the host (the
-    # backend may refuse a tensor's type or size: llama_model::load_tensors keeps it on the CPU); (): not read
-    weights: tuple[int, ...] = ()
-    host_weights: int | None = None
-    host_tensors: frozenset[str] | None = None  # the weight tensors it kept in system RAM, by name
-    # the caches llama.cpp allocated: (KV, recurrent) on each device in device order, and in system RAM; what a
-    # model without a layout rule is sized with (ModelGeometry.no_rule). (): not read
-    caches: tuple[tuple[int, int], ...] = ()
-    host_caches: tuple[int, int] = (0, 0)
-
-    @property
-    def total(self) -> int:
-        return self.card + self.host
-
-    def per_device(self, n_devices: int) -> tuple[int, ...]:
-        if len(self.cards) == n_devices:
-            return self.cards
-        if n_devices == 1:
-            return (self.card,)
-        # an estimate of another device count (the pure tests' fakes): the same on each card
-        return (self.card,) * n_devices
-
-
-def interpolated(low: ComputeSplit, high: ComputeSplit, n_low: int, n_high: int, n: int) -> ComputeSplit:
-    """The compute buffers at n between two dry runs, linearly (an estimate the search then checks)."""
-    f = (n - n_low) / (n_high - n_low) if n_high > n_low else 1.0
-    mix = lambda a, b: round(a + f * (b - a))  # noqa: E731
-    cards = tuple(mix(a, b) for a, b in zip(low.cards, high.cards)) if len(low.cards) == len(high.cards) else ()
-    return replace(high, card=mix(low.card, high.card), host=mix(low.host, high.host), cards=cards or high.cards)
-
-
-def as_split(value: "ComputeSplit | int") -> ComputeSplit:
-    """A compute callable may answer a plain int (all of it on the card): the pure tests' fakes do."""
-    return value if isinstance(value, ComputeSplit) else ComputeSplit(int(value))
-
+from ...settings.tensor_overrides import LoadMode, Placer
+from .compute_split import ComputeSplit, as_split, interpolated  # noqa: F401 (ComputeSplit: the fit's own name)
 
 # what shrinks the system RAM, named when a placement fits the card but not the RAM
 RAM_FLAGS = "--cache-ram, --ctx-checkpoints, -np"  # llama-server's
@@ -82,7 +39,8 @@ class Fitter:
                  ram_mode: bool = False, projector: int = 0, host_projector: int = 0,
                  runtime: RuntimeConfig | None = None, ram: Budget | None = None,
                  tensor_split: tuple[float, ...] = (), draft: "tuple[Fitter, Placement] | None" = None,
-                 expert_share: float = 1.0, draft_devices: tuple[int, ...] | None = None, maps_file: bool = False):
+                 expert_share: float = 1.0, draft_devices: tuple[int, ...] | None = None, maps_file: bool = False,
+                 placer: Placer = Placer(), load_mode: LoadMode = LoadMode.AUTO):
         self.geometry = geometry
         self.expert_share = expert_share  # expert_used_count / expert_count: the routed experts a token reads
         self.tensor_split = tensor_split  # -ts given: these proportions, not a searched split
@@ -98,7 +56,29 @@ class Fitter:
         self.refused: dict[int, str] = {}  # n_ctx -> why llama.cpp could not create it (searches treat it as no fit)
         self.draft = draft  # llama-server's draft model (-md): its fitter and placement, its parts added to ours
         self.draft_devices = draft_devices  # -devd: the cards the draft is on, () none; None: ours, split as ours
-        self.maps_file = maps_file  # Metal: the card's weights are the file's span it maps (UnifiedPool.maps_file)
+        self.load_mode = LoadMode(load_mode)  # --load-mode: the file mapped or read into buffers, locked or not
+        # Metal: the card's weights are the file's span it maps (UnifiedPool.maps_file), where the file is mapped
+        self.maps_file = maps_file and self.load_mode.maps
+        self.placer = placer  # -ot / --cpu-moe: tensors placed away from their layer, by name
+
+    def places(self, placement: Placement) -> list[int | None]:
+        """Each weight tensor's device (None: system RAM), the overrides (-ot, --cpu-moe) applied first."""
+        devices = self.layer_devices(placement)
+        return self.weights.tensor_devices(lambda il: devices[il] if il < len(devices) else None,
+                                           n_cpu_moe=placement.n_cpu_moe, place=self.placer.place)
+
+    def device_weights(self, placement: Placement, devices: tuple[int | None, ...], n: int) -> tuple[int, ...]:
+        """Each card's weights, tensor by tensor, where the backend takes every tensor type."""
+        if self.placer:
+            return self.weights.placed_on_devices(self.places(placement), n)
+        return self.weights.on_devices(devices, n, n_cpu_moe=placement.n_cpu_moe)
+
+    def ram_read_bytes(self, placement: Placement) -> int:
+        """Weight bytes one decoded token reads from system RAM (the routed experts, expert_share of them)."""
+        if self.placer:
+            return sum(self.weights.placed_host_read(self.places(placement), expert_share=self.expert_share).values())
+        return self.weights.host_read_per_token(n_gpu_layers=placement.n_gpu_layers(self.n_layer_all),
+                                                n_cpu_moe=placement.n_cpu_moe, expert_share=self.expert_share)
 
     def reserve_of(self, device: int) -> int:
         return self.reserve[device] if isinstance(self.reserve, tuple) else self.reserve
@@ -150,8 +130,7 @@ class Fitter:
             return parts, HostParts(**growing), (parts,)
         n = max(1, len(placement.split))
         devices = self.layer_devices(placement)
-        weights = (split.weights if len(split.weights) == n
-                   else self.weights.on_devices(devices, n, n_cpu_moe=placement.n_cpu_moe))
+        weights = split.weights if len(split.weights) == n else self.device_weights(placement, devices, n)
         if self.maps_file and mapped and n == 1:
             weights = (self.mapped_card_weights(settings, placement, weights[0]),)
         caches, (host_kv, host_rec) = (self.measured_caches(split, n) if self.geometry.no_rule
@@ -172,7 +151,10 @@ class Fitter:
         else the tensors' bytes); with --spec-type draft-mtp the MTP layer's tensors are among them (the target loads
         them, load_mtp), and the MTP context runs on that same model: nothing is mapped again."""
         ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
-        span = self.weights.card_mapped(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe) if ngl else 0
+        if self.placer:
+            span = self.weights.placed_card_span(self.places(placement))
+        else:
+            span = self.weights.card_mapped(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe) if ngl else 0
         return placed if span is None else span
 
     def shared_pages(self, settings: Params, placement: Placement, card_weights: int, host_weights: int) -> int:
@@ -181,7 +163,10 @@ class Fitter:
         if not self.maps_file:
             return 0
         ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
-        union = self.weights.mapped_union(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe) if ngl else None
+        if self.placer:
+            union = self.weights.placed_union(self.places(placement))
+        else:
+            union = self.weights.mapped_union(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe) if ngl else None
         return 0 if union is None else max(0, card_weights + host_weights - union)
 
     def pool_bytes(self, settings: Params, placement: Placement, parts: Parts, host: HostParts,
@@ -237,12 +222,20 @@ class Fitter:
     def host_weights(self, placement: Placement, split: ComputeSplit | None = None) -> int:
         """Weights llama.cpp reports in system RAM for this placement: the mapped span of the file where the
         tensor offsets are known, else the bytes of the tensors not on the card(s); at least what the backend
-        left on the host in the dry run (tensors it refused, where it refused any)."""
+        left on the host in the dry run (tensors it refused, where it refused any). Read into buffers (--load-mode
+        none, mlock): the bytes of the tensors kept there, each once."""
         ngl, n_cpu_moe = placement.n_gpu_layers(self.n_layer_all), placement.n_cpu_moe
+        maps = self.load_mode.maps
         if split is not None and split.host_tensors is not None:
+            if not maps and split.host_weights is not None:
+                return split.host_weights  # the dry run reads into buffers too (no_alloc, load mode none)
             mapped = self.weights.mapped_span(split.host_tensors)  # the backend's own choice, tensor by tensor
             if mapped is not None:
                 return mapped
+        if self.placer or not maps:
+            own = self.weights.placed_on_host(self.places(placement), mapped=maps)
+            backend = split.host_weights if split is not None else None
+            return own if backend is None else max(own, backend)
         mapped = self.weights.host_mapped(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
         if mapped is None:
             on_card = self.weights.on_card(n_gpu_layers=ngl, n_cpu_moe=n_cpu_moe)
@@ -253,7 +246,7 @@ class Fitter:
     def theory_weights(self, placement: Placement) -> tuple[int, ...]:
         """Each card's weights tensor by tensor, for a backend that takes every tensor type (no dry run)."""
         n = max(1, len(placement.split))
-        return self.weights.on_devices(self.layer_devices(placement), n, n_cpu_moe=placement.n_cpu_moe)
+        return self.device_weights(placement, self.layer_devices(placement), n)
 
     @staticmethod
     def _budget(budget: "int | Budget") -> Budget:
@@ -274,9 +267,7 @@ class Fitter:
             counts = layer_counts(self.layer_devices(placement), len(per_card))
             cards = tuple(CardParts(c.label, c.bytes, p, k, c.endpoint)
                           for c, p, k in zip(budget.devices, per_card, counts))
-        ram_read = 0 if self.ram_mode else self.weights.host_read_per_token(
-            n_gpu_layers=placement.n_gpu_layers(self.n_layer_all), n_cpu_moe=placement.n_cpu_moe,
-            expert_share=self.expert_share)
+        ram_read = 0 if self.ram_mode else self.ram_read_bytes(placement)
         ram, pool = (None if card_only else self.ram), 0
         if budget.pool is not None and not self.ram_mode:
             pool_of = budget.pool
@@ -358,10 +349,27 @@ class Fitter:
     def layer_costs(self, settings: Params, placement: Placement) -> list[tuple[int, int]]:
         """(layer, bytes on its card: weights + KV + recurrent) for every offloaded layer, the output layer last."""
         caches = per_layer_bytes(self.geometry, settings)
+        staying = self.layer_weights_staying(placement) if self.placer else None
         out = []
         for il in range(self.first_card_layer(placement), self.n_layer_all + 1):
             kv, rec = caches.get(il, (0, 0))
-            out.append((il, self.weights.layer_bytes(il, n_cpu_moe=placement.n_cpu_moe) + kv + rec))
+            weights = (staying.get(il, 0) if staying is not None
+                       else self.weights.layer_bytes(il, n_cpu_moe=placement.n_cpu_moe))
+            out.append((il, weights + kv + rec))
+        return out
+
+    def layer_weights_staying(self, placement: Placement) -> dict[int, int]:
+        """Each layer's weights that go where the layer goes (the overrides send the others elsewhere); the output
+        layer's under n_layer."""
+        layer = object()  # a layer's own device, whichever it is
+        places = self.weights.tensor_devices(lambda il: layer, n_cpu_moe=placement.n_cpu_moe,  # type: ignore
+                                             place=self.placer.place)
+        out: dict[int, int] = {}
+        classes = list(self.weights.tensor_classes) + ([(None, "output")] if self.weights.tied_output_bytes else [])
+        for where, (il, _), n in zip(places, classes, self.weights.place_sizes()):
+            if where is layer:
+                key = self.n_layer_all if il is None else il
+                out[key] = out.get(key, 0) + n
         return out
 
     def split_for(self, budget: Budget, settings: Params, placement: Placement, estimate: ComputeSplit) -> Placement:

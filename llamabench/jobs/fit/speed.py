@@ -9,8 +9,10 @@ from dataclasses import replace
 
 from ...core.errors import LlamabenchError
 from ...memory import speed
+from ...memory.layer_split import layer_devices
 from ...memory.placement import FitRow
 from ...settings.cards import find_card
+from ...settings.tensor_overrides import Placer, overrides_of
 from ..roofline.machines import card_model, host_model
 from ..roofline.placement import placement_speed
 from ..roofline.split import split_speed
@@ -36,6 +38,18 @@ def with_speeds(rows: list[FitRow], meta, geometry, weights_of: dict, backend: s
     return out
 
 
+def _ram_of_layer(row: FitRow, weights, work: speed.ModelWork, ngl: int) -> "dict[int | None, int] | None":
+    """Where tensor overrides (-ot, --cpu-moe) keep some of a card layer's tensors in RAM: what each layer reads from
+    there per token; None without overrides."""
+    overrides = overrides_of(row.settings.tensor_overrides, row.settings.cpu_moe)
+    if not overrides:
+        return None
+    on_card = layer_devices(weights.n_layer, ngl, (1.0,))
+    places = weights.tensor_devices(lambda il: on_card[il] if il < len(on_card) else None,
+                                    n_cpu_moe=row.placement.n_cpu_moe, place=Placer.of(overrides).place)
+    return weights.placed_host_read(places, expert_share=work.expert_share)
+
+
 def _decode_ts(row: FitRow, cards: list, geometry, weights, work: speed.ModelWork, backend: str | None) -> float:
     chosen = backend if backend in cards[0].runs else None
     models = tuple(card_model(c, chosen) for c in cards)
@@ -46,5 +60,5 @@ def _decode_ts(row: FitRow, cards: list, geometry, weights, work: speed.ModelWor
         return placed.tokens_per_second(settings.n_ctx)
     ngl = row.placement.n_gpu_layers(weights.n_layer)
     placed = placement_speed(geometry, settings, weights, work, models[0], host_model(cards[0], None), ngl,
-                             row.placement.n_cpu_moe)
+                             row.placement.n_cpu_moe, _ram_of_layer(row, weights, work, ngl))
     return placed.tokens_per_second(settings.n_ctx)

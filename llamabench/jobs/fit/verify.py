@@ -30,7 +30,8 @@ from ...memory.placement import FitRow, recommend
 from ...memory.speculative import draft_context, uses_draft_model
 from ...memory.unified import unified_memory
 from ...records.fit import DeviceCheck, FitVerification, PlacementCheck
-from .advice import describe_placement
+from .advice import describe_row
+from .probe import positional_overrides
 from .search import draft_placement
 
 
@@ -77,6 +78,7 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
     """The row created for real and set against its prediction; and whether its devices stalled."""
     p = row.placement
     params = p.params(row.settings, result.n_layer_all).replace(repack=False, n_threads=2)
+    params = params.replace(tensor_overrides=positional_overrides(params, tuple(session.remote)), cpu_moe=False)
     n_devices = max(1, len(row.devices))
     devices = endpoints[:n_devices]
     allocs: list[Alloc] = []
@@ -90,7 +92,7 @@ def _verify_row(row: FitRow, session, result: FitResult, endpoints: tuple[str, .
     outcome = run_job(CreateJob(session.verify_path, params, devices, **draft, **backend),
                       lambda e: allocs.append(e) if isinstance(e, Alloc) else None)
     what = (f"n_ctx {row.settings.n_ctx}, {row.settings.type_k}/{row.settings.type_v} KV, "
-            f"{describe_placement(p, result.n_layer_all)}"
+            f"{describe_row(row, result.n_layer_all)}"
             + ("" if row.settings.spec_type == "none" else f", --spec-type {row.settings.spec_type} (its draft "
                "context created beside)"))
     where = ("system RAM (--cpu-only)" if session.ram_mode else "the GPU" if not devices

@@ -28,9 +28,12 @@ class PlacementSpeed:
 
 
 def placement_speed(geometry, p: Params, weights, work: speed.ModelWork, card: SpeedModel, host: SpeedModel,
-                    n_gpu_layers: int | None, n_cpu_moe: int | None) -> PlacementSpeed:
+                    n_gpu_layers: int | None, n_cpu_moe: int | None,
+                    ram_of_layer: "dict[int | None, int] | None" = None) -> PlacementSpeed:
     """-ngl N: the last N layers (the output layer counted, as llama.cpp does) on the card, the rest in RAM;
-    --n-cpu-moe N: every layer on the card but the routed experts of layers 0..N-1, read from RAM."""
+    --n-cpu-moe N: every layer on the card but the routed experts of layers 0..N-1, read from RAM. `ram_of_layer`:
+    the bytes a token reads from RAM of each card layer, where tensor overrides (-ot) placed them (None: the output
+    layer's; WeightsBreakdown.placed_host_read)."""
     n_layer = weights.n_layer
     ngl = n_layer + 1 if n_gpu_layers is None else min(int(n_gpu_layers), n_layer + 1)
     ncmoe = min(int(n_cpu_moe or 0), n_layer)
@@ -40,12 +43,18 @@ def placement_speed(geometry, p: Params, weights, work: speed.ModelWork, card: S
     share = work.expert_share
     link = speed.Link(speed.PCIE_LINK_GBPS * 1e9)
     in_ram = weights.host_read_per_token(n_gpu_layers=ngl, n_cpu_moe=ncmoe)  # every matrix in RAM, all experts
+    if ram_of_layer is not None:
+        ram_of_layer = {n_layer if il is None else il: n for il, n in ram_of_layer.items()}
+        in_ram = round(sum(ram_of_layer.values()) / share) if share else in_ram
 
     def seconds(depth: int) -> float:
         card_s = host_s = 0.0
         crossings = 0
         for il, cost in speed.layer_token_costs(geometry, p, weights, work, depth).items():
-            experts = round(weights.per_layer.get(il, {}).get("routed_experts", 0) * share) if il < ncmoe else 0
+            if ram_of_layer is not None:
+                experts = ram_of_layer.get(il, 0) if on_card[il] is not None else 0
+            else:
+                experts = round(weights.per_layer.get(il, {}).get("routed_experts", 0) * share) if il < ncmoe else 0
             if on_card[il] is None:
                 host_s += host.seconds(cost)
                 continue
@@ -63,6 +72,8 @@ def placement_speed(geometry, p: Params, weights, work: speed.ModelWork, card: S
 
     on_host = sum(1 for d in on_card[:n_layer] if d is None)
     where = (f"experts of layers 0-{ncmoe - 1} in RAM (--n-cpu-moe {ncmoe})" if ncmoe else "")
+    if ram_of_layer is not None:
+        where += (", " if where else "") + "the tensors the overrides (-ot) keep in RAM read from it"
     where += (", " if where and on_host else "") + (f"{on_host} of {n_layer} layers in RAM (-ngl {ngl})"
                                                      if on_host else "")
     basis = (f"{where or 'every layer on the card'}: a decoded token is read by the card at its bandwidth, then the "
