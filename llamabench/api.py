@@ -121,6 +121,8 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     (`vram="apple-m4-pro-24gb"`, or `vram="24GB", unified=True`) is one pool: the device's buffers within its ceiling
     (Metal's working set; `wired_limit` MiB as iogpu.wired_limit_mb sets it), everything within the RAM less
     `reserve` for the OS (default 4 GiB)."""
+    if isinstance(quant, str):
+        asked_quants(quant)  # a --quant naming nothing ("", ","): one line, before anything is read
     request = fit_request(model_argument(model), params, vram=vram, ram=ram,
                           cpu_only=flag("cpu_only", cpu_only), reserve=reserve, verify=flag("verify", verify),
                           emulate=flag("emulate", emulate), mmproj=path_option("mmproj", mmproj),

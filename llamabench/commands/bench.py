@@ -7,7 +7,8 @@ import json
 import sys
 
 from .. import api
-from ..core.safe_text import escaped, shown_path
+from ..core import stats
+from ..core.safe_text import escaped, shell_word, shown_path
 from ..core.units import count, duration
 from ..llama import ggml_devices
 from ..records.records import read_records
@@ -70,7 +71,7 @@ def _keywords(args: argparse.Namespace) -> dict:
     return kwargs | given
 
 
-def _print_plan(plan) -> None:
+def _print_plan(plan, model: str) -> None:
     print(f"plan for {shown_path(plan.model)}: {count(len(plan.configurations), 'cell')} x "
           f"{count(len(plan.tests), 'test')}, "
           f"{plan.repetitions} repetitions, runtime {plan.runtime}, results -> {shown_path(plan.results)}")
@@ -80,6 +81,10 @@ def _print_plan(plan) -> None:
               f"{shown_path(plan.results)} already: skipped")
     if plan.estimate is not None:
         print(f"  time: {_estimate_words(plan.estimate)}")
+    if not ggml_devices.supports_gpu_offload():
+        print(f"  a card: this build times this machine's CPU; what llama-bench would print on a card you do not "
+              f"have: llamabench roofline {shell_word(model)} --card rtx-4090 (or rtx-3090, rx-7900-xtx, "
+              "apple-m4-pro-24gb...; a misspelt name gets the near ones suggested)")
     for i, p in enumerate(plan.configurations):
         print(f"  {p.label}: " + ", ".join(t.name for t in plan.tests))
         if plan.commands:
@@ -113,11 +118,12 @@ def _layers_words(plan) -> str:
 
 
 def _rate(m) -> str:
-    """A measurement's total t/s (every parallel request's tokens over the wall time), its server's beside it."""
+    """A measurement's total t/s (every parallel request's tokens over the wall time), its server's beside it: the
+    mean of the repetitions' t/s, the table's figure (BenchRecord.avg_ts), not their tokens over their time."""
     if not m.samples_ns:
         return "failed: " + (m.reason or "")[:80]
     c = m.server.concurrency if m.server else 1
-    total = m.test.n_tokens * c * len(m.samples_ns) / sum(m.samples_ns) * 1e9
+    total = stats.mean([stats.tokens_per_second(m.test.n_tokens * c, ns) for ns in m.samples_ns])
     own = m.server.server_ts(str(m.test.kind)) if m.server else None
     return f"{total:.2f} t/s" + (f" (server's own {own:.2f} per request)" if own else "")
 
@@ -132,7 +138,7 @@ def _depth_line(data) -> None:
 def run(args: argparse.Namespace) -> int:
     kwargs = _keywords(args)
     if args.dry_run:
-        _print_plan(api.bench(args.model, **kwargs))
+        _print_plan(api.bench(args.model, **kwargs), args.model)
         return 0
     progress = Progress(0, enabled=sys.stderr.isatty())  # the "plan" event gives the number of tests
 

@@ -26,7 +26,7 @@ from ..render.bench import render as render_bench
 from ..render.bench import variance_warning
 from ..render.fit import render_text
 from ..render.inspect import render_inspection
-from ..render.progress import Progress
+from ..render.progress import Progress, StatusLine
 from ..render.verify import render_verify
 from ..settings import arguments
 from ..settings.params import OutputFormat
@@ -47,6 +47,7 @@ on a GPU build): the output says how deep it went and why.
 NATURAL_COMPARISONS = {"qwen3-5-35b-a3b": ["qwen3-30b-a3b"], "qwen3-next-80b-a3b": ["qwen3-30b-a3b"]}
 CPU_MAX_DEPTH_FILE = 8192  # filling a context deeper takes minutes on a few CPU cores
 CPU_MAX_DEPTH_TWIN = 2048  # twins keep the real attention geometry: deep fills are as slow as the real model's
+PLAIN_EVERY_S = 20  # off a terminal (a log, CI), a progress line at most this often: no long silence
 DEMO_DEFAULTS = {"n_prompt": 256, "n_gen": 16, "repetitions": 2}  # a short bench: the demo's point is the depth curve
 
 
@@ -135,7 +136,12 @@ class _Demo:
         return record.ok
 
     def fit(self) -> bool:
-        record = api.fit(self.args.model, n_ctx=[self.n_ctx], vram=self.args.vram, results=self.results)
+        line = StatusLine(enabled=sys.stderr.isatty(), plain_every_s=PLAIN_EVERY_S)
+        try:
+            record = api.fit(self.args.model, n_ctx=[self.n_ctx], vram=self.args.vram, results=self.results,
+                             progress=line)
+        finally:
+            line.close()
         print(render_text(record.fit))
         self.fits.append(record)
         return True
@@ -143,7 +149,7 @@ class _Demo:
     def bench(self) -> bool:
         args = self.args
         ngl = (_recommended_ngl(self.fits[-1]) if self.fits else 99) if self.gpu else 0
-        progress = Progress(0, enabled=sys.stderr.isatty())
+        progress = Progress(0, enabled=sys.stderr.isatty(), plain_every_s=PLAIN_EVERY_S)
         try:
             run_ = api.bench(args.model, n_ctx=self.n_ctx, n_prompt=args.n_prompt, n_gen=args.n_gen,
                              n_depth=self.depths, repetitions=args.repetitions, n_threads=args.n_threads or None,

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .. import api
-from ..jobs.fit.quants import wants_sweep
+from ..jobs.fit.quants import MAX_QUANTS, SWEEP_SECONDS, wants_sweep
 from ..render.fit import render_text, render_verification
 from ..render.progress import StatusLine
 from ..render.quality import fit_quality_lines
@@ -32,6 +32,7 @@ EXAMPLES = """examples:
   llamabench fit model.gguf -ngl 20 --no-op-offload                # a prompt's batch not run on the card
   llamabench fit qwen3-30b-a3b --vram apple-m4-pro-24gb             # a Mac: one pool, its working set within it
   llamabench fit model.gguf --vram 36GB --unified --wired-limit 30000  # an unnamed Mac, iogpu.wired_limit_mb raised
+  llamabench fit -hf unsloth/Qwen3.5-35B-A3B-GGUF --quant all --vram 24GiB  # each quant, fitted from its header
 The context sized is the one the printed command creates: llama-server by default (4 slots on one
 unified KV stream, its prompt cache and checkpoints in RAM), or Llama() with --runtime llama-cpp-python.
 --verify creates the answer for real: on a GPU build on the card; without one (or with --emulate) on an
@@ -44,7 +45,12 @@ sized by the free memory its ggml-rpc-server reports.
 A card you do not have is sized as its GPU backend allocates (--backend: a named card's own, else CUDA): weights
 kept in system RAM are copied to the card for a prompt's batch (op offload), CUDA converts a quantized KV cache to
 f16 for flash attention, Vulkan reorders nodes and refuses tensors past maxStorageBufferRange.
-"""
+-hf OWNER/REPO[:QUANT] sizes the file llama.cpp's -hf loads, picked by its rules: the first page of the hub's
+listing, QUANT read as a regular expression (letters, digits, _ - . * + ? | ( )).
+--quant all, or a comma list, on -hf OWNER/REPO or a catalog id weighs each quant, said on stderr as it goes:
+{max_quants} quants at most and {seconds:g} s in all; past either it stops in one line that says how to narrow it
+(--quant Q4_K_M,Q5_K_M).
+""".format(max_quants=MAX_QUANTS, seconds=SWEEP_SECONDS)
 OPTIONS = api_options(api.fit)
 
 

@@ -36,9 +36,12 @@ ROWS_STEP = 32
 
 
 def rows_per_decode(n_vocab: int, n_contexts: int, n_ubatch: int) -> int:
-    """Scored rows per decode call: as many as the budget allows (a multiple of 32, at least 32), at most n_ubatch."""
+    """Scored rows per decode call: as many as the budget allows (a multiple of 32, at least 32), and never more than
+    n_ubatch (the context's min(n_ubatch, n_batch)): llama_decode takes at most n_batch tokens a call
+    (llama-context.cpp:1785, GGML_ASSERT(n_tokens_all <= cparams.n_batch)), and llama-perplexity decodes a chunk
+    in calls of n_batch tokens whatever n_batch is (perplexity.cpp:1722-1723, 1786-1787): -b 8 is 8 a call."""
     fits = LOGITS_BUDGET_BYTES // (2 * 4 * n_vocab * n_contexts)
-    return max(ROWS_STEP, min(n_ubatch, fits // ROWS_STEP * ROWS_STEP))
+    return min(n_ubatch, max(ROWS_STEP, fits // ROWS_STEP * ROWS_STEP))
 
 
 def tokenize(lc, vocab, text: str) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""A one-line progress display for sweeps, on stderr; silent when stderr is not a terminal."""
+"""A one-line progress display for sweeps, on stderr; silent when stderr is not a terminal, unless asked for a plain
+line now and then (`plain_every_s`: the demo's long steps, in a log)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import time
 class Progress:
     """A one-line progress display on stderr; silent when stderr is not a terminal."""
 
-    def __init__(self, n_tests: int, enabled: bool):
+    def __init__(self, n_tests: int, enabled: bool, plain_every_s: float | None = None):
         self.enabled = enabled
+        self.plain = _Plain(plain_every_s)
         self.n_tests = n_tests
         self.done = 0
         self.start = time.perf_counter()
@@ -20,6 +22,8 @@ class Progress:
         if self.enabled:
             sys.stderr.write("\r\033[K" + text)
             sys.stderr.flush()
+        else:
+            self.plain(text)
 
     def _eta(self) -> str:
         if not self.done:
@@ -55,8 +59,9 @@ class Progress:
 class StatusLine:
     """A line on stderr rewritten in place, shown once the work has taken a second; silent off a terminal."""
 
-    def __init__(self, enabled: bool, after_s: float = 1.0):
+    def __init__(self, enabled: bool, after_s: float = 1.0, plain_every_s: float | None = None):
         self.enabled, self.after_s = enabled, after_s
+        self.plain = _Plain(plain_every_s)
         self.start = time.perf_counter()
         self.shown = False
 
@@ -66,8 +71,24 @@ class StatusLine:
             sys.stderr.write(f"\r\033[K{text} ({elapsed:.0f} s)")
             sys.stderr.flush()
             self.shown = True
+        elif not self.enabled:
+            self.plain(f"{text} ({elapsed:.0f} s)")
 
     def close(self) -> None:
         if self.shown:
             sys.stderr.write("\r\033[K")
             sys.stderr.flush()
+
+
+class _Plain:
+    """Off a terminal: the latest progress as a plain line, at most one every `every_s` seconds (None: never)."""
+
+    def __init__(self, every_s: float | None):
+        self.every_s = every_s
+        self.last = time.perf_counter()
+
+    def __call__(self, text: str) -> None:
+        now = time.perf_counter()
+        if self.every_s is not None and now - self.last >= self.every_s:
+            print(f"  ... {text}", file=sys.stderr, flush=True)
+            self.last = now

@@ -100,11 +100,12 @@ def _cost(r: BenchRecord) -> speed.TokenCost:
     return speed.TokenCost(r.test.depth, rf.weights_bytes, rf.kv_read_bytes, rf.recurrent_bytes, rf.attention_flops)
 
 
-def roofline_series(bench: list) -> list[dict]:
+def roofline_series(bench: list, *, twin: bool = False) -> list[dict]:
     """Per machine and configuration with tg at two depths or more: time per token = bytes / bandwidth + attention
     FLOPs / compute, fitted on every measured depth bench did not mark noisy (non-negative least squares on the
     relative error, `memory.speed_fit`; not an exact fit through two points), its prediction at every measured
-    depth, and the full-GQA counterfactual."""
+    depth, and the full-GQA counterfactual (left out on a geometry twin: its weights are a few MiB where the model's
+    are GiB, so the bytes its KV saves weigh several times what they weigh in the model; None)."""
     out = []
     for records in speed.tg_groups([r for r in bench if r.roofline and r.roofline.full_gqa_bytes_per_token]):
         if len(records) < 2:
@@ -124,7 +125,8 @@ def roofline_series(bench: list) -> list[dict]:
         points = [{"depth": r.test.depth, "measured": r.avg_ts,
                    "predicted": tok_s(_cost(r).total_bytes, _cost(r).attention_flops),
                    "calibrated": r in kept, "noisy": noisy(r),
-                   "full_gqa": tok_s(r.roofline.full_gqa_bytes_per_token, r.roofline.full_gqa_attention_flops),
+                   "full_gqa": None if twin else tok_s(r.roofline.full_gqa_bytes_per_token,
+                                                       r.roofline.full_gqa_attention_flops),
                    "mbu": r.roofline.mbu, "bytes_per_token": r.roofline.bytes_per_token,
                    "achieved_gbps": r.roofline.achieved_gbps}
                   for r in records]
@@ -148,7 +150,8 @@ def _roofline_md(series: list[dict]) -> str:
                  f"{p['measured']:.2f}" + (" (noisy)" if p.get("noisy") else ""),
                  f"{p['predicted']:.2f}", f"{(p['predicted'] - p['measured']) / p['measured'] * 100:+.1f}%"
                  + ("" if p.get("calibrated") else " (left out)"),
-                 "-" if p["mbu"] is None else f"{p['mbu'] * 100:.1f}%", f"{p['full_gqa']:.2f}"] for p in s["points"]]
+                 "-" if p["mbu"] is None else f"{p['mbu'] * 100:.1f}%",
+                 "-" if p["full_gqa"] is None else f"{p['full_gqa']:.2f}"] for p in s["points"]]
         lines.append(render_markdown(["depth", "MiB/token", "measured t/s", "model t/s", "error", "MBU",
                                       "full GQA t/s (model)"], rows, align="rrrrrrr"))
         lines.append("")
@@ -205,7 +208,7 @@ def write_report(results: ModelResults, out_dir: Path, *, compare: list[str],
     fit_rows = [r for r in fit.rows if r.settings.n_ctx == fit.contexts[0]] if fit else []
     if fit_rows:
         written += plots.budget_bars(out_dir, name, fit_rows, fit.contexts[0])
-    series = roofline_series(results.bench)
+    series = roofline_series(results.bench, twin=any(r.model.is_twin for r in results.bench))
     if results.bench:
         written += plots.speed_vs_depth(out_dir, name, results.bench)
     if series:
@@ -306,7 +309,11 @@ def _markdown(results: ModelResults, name, inspection, records, fit, components,
                   "+ attention FLOPs / compute is fitted on every measured depth bench did not mark noisy (least "
                   "squares on the relative error, not an exact fit through two points); the error column says how "
                   "far each measured depth lies from it. The full-GQA column is the same model with every mixer "
-                  "layer cached as full attention.", "", _roofline_md(series)]
+                  "layer cached as full attention"
+                  + ("; on a geometry twin it is left out ('-'): the twin's weights are a few MiB where the model's "
+                     "are GiB, so the KV bytes the layout saves weigh many times what they weigh in the model (the "
+                     "model's own: `llamabench roofline MODEL --card CARD`, which prices the full-GQA layout beside)"
+                     if any(r.model.is_twin for r in results.bench) else "") + ".", "", _roofline_md(series)]
         if "roofline" in plot_names:
             lines += ["![roofline](roofline.png)", ""]
     if results.quality_rows:

@@ -84,7 +84,8 @@ def kv_vs_context(out_dir: Path, name: str, curve: tuple[KvPoint, ...], comparis
                     fontsize=8, color="dimgrey", xytext=(3, 0), textcoords="offset points")
     ax.set_xlabel("context length (thousands of tokens, n_ctx / 1024)")
     ax.set_ylabel("cache memory (GiB)")
-    ax.set_title(f"{name}: KV cache against context length (f16, computed from the metadata)")
+    ax.set_title(f"{name}: KV cache against context length\n(f16, one sequence (-np 1; recurrent state is per "
+                 "sequence, llama-server's 4 slots hold 4), computed from the metadata)", fontsize=10)
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     fig.legend(fontsize=8, loc="outside lower center", ncol=2)  # below the axes: inside, it covered the curve
@@ -213,12 +214,13 @@ ROOFLINE_STYLES = {"measured": {"marker": "o", "ls": ""}, "model": {"ls": "-", "
                    "the same model as full GQA": {"ls": "--", "lw": 1.2}}
 
 
-def _roofline_legend(fig, series_handles: list, single: bool) -> None:
+def _roofline_legend(fig, series_handles: list, single: bool, counterfactual: bool = True) -> None:
     """One legend below both panels: a colour per series (the same in both), then what each line style means."""
     from matplotlib.lines import Line2D
 
     key_colour = "C0" if single else "dimgrey"  # one series: its own colour; several: a neutral key
-    keys = [Line2D([], [], color=key_colour, label=label, **style) for label, style in ROOFLINE_STYLES.items()]
+    keys = [Line2D([], [], color=key_colour, label=label, **style) for label, style in ROOFLINE_STYLES.items()
+            if counterfactual or label != "the same model as full GQA"]
     handles = keys if single else series_handles + keys
     fig.legend(handles=handles, fontsize=7, loc="outside lower center", ncol=3 if single else 2, frameon=False)
 
@@ -234,19 +236,21 @@ def roofline(out_dir: Path, name: str, series: list[dict], *, twin: bool = False
         pts, line = s["points"], s["line"]
         ax.plot([p["depth"] for p in pts], [p["measured"] for p in pts], color=colour, **ROOFLINE_STYLES["measured"])
         for key, style in (("predicted", "model"), ("full_gqa", "the same model as full GQA")):
+            if any(p[key] is None for p in line):  # a twin: no full-GQA counterfactual (reporting.build)
+                continue
             ax.plot([p["depth"] for p in line], [p[key] for p in line], color=colour, **ROOFLINE_STYLES[style])
         series_handles += ax_mbu.plot([p["depth"] for p in pts], [100 * (p["mbu"] or 0) for p in pts], "o-",
                                       color=colour, label=s["label"])
     ax.set_xlabel("depth (tokens in the context)")
     ax.set_ylabel("decode tokens per second")
-    ax.set_title("decode speed: measured, modelled, full-GQA counterfactual", fontsize=10)
+    ax.set_title("decode speed: measured, modelled" + ("" if twin else ", full-GQA counterfactual"), fontsize=10)
     ax.set_ylim(bottom=0)
     ax_mbu.set_xlabel("depth (tokens in the context)")
     ax_mbu.set_ylabel("memory bandwidth utilisation (%)")
     ax_mbu.set_title("bytes per token x t/s / measured peak", fontsize=10)
     ax_mbu.set_ylim(bottom=0)
     # below the figure, not under the left panel: as wide as a panel, the long names squeezed both apart
-    _roofline_legend(fig, series_handles, len(series) == 1)
+    _roofline_legend(fig, series_handles, len(series) == 1, counterfactual=not twin)
     fig.suptitle(f"{name}: decode speed against the bytes each token reads"
                  + (_twin_note("how decode speed changes with depth, not the published model's speed") if twin else "")
                  + (f"\n{series[0]['label']}; model {series[0]['basis']}" if len(series) == 1 else ""), fontsize=10)

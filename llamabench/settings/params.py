@@ -239,7 +239,8 @@ _OPTIONS = (
     _p("rpc", ["--rpc"], endpoints, (), "remote hosts: ggml-rpc-server HOST:PORT, comma list (llama.cpp's --rpc); "
        "their free memory is read from the server", metavar="HOST:PORT,..."),
     _p("ram", ["--ram"], ram, None, "system RAM the host part must fit into (mapped weights, host buffers, "
-       "prompt cache, checkpoints); with --cpu-only the whole budget"),
+       "prompt cache, checkpoints), less what the OS keeps (4 GiB, a quarter below 16 GiB, as a Mac's pool); with "
+       "--cpu-only the whole budget"),
     _p("cpu_only", ["--cpu-only"], on_off, False, "no card: everything in system RAM, as a CPU build (needs --ram)",
        action="store_true"),
     _p("unified", ["--unified"], on_off, False, "the --vram sizes are unified machines' RAM (a Mac, a Ryzen AI Max, a "

@@ -2,13 +2,15 @@
 rules (common/download.cpp, llama.cpp as vendored by llama-cpp-python 0.3.36), over the listing llama.cpp reads
 (hf_repo.repo_listing):
 
-- `get_gguf_split_info` (482-510): a path ending `.gguf` (that case) whose stem ends `-NNNNN-of-NNNNN` is part NNNNN of
-  a split set: ASCII digits only (`[0-9]{5}`), "of" in any case (`std::regex::icase`);
+- `get_gguf_split_info` (482-510): a path ending `.gguf` (that case) whose stem is `PREFIX-NNNNN-of-NNNNN` is part
+  NNNNN of a split set: ASCII digits only (`[0-9]{5}`), "of" in any case (`std::regex::icase`), PREFIX one character
+  at least and no line end (`.+`);
+- `get_split_files` (524-540): the parts llama.cpp downloads are those the listing holds;
 - `gguf_filename_is_model` (637-653): a .gguf whose name holds no mmproj, imatrix, mtp-, eagle3-, dflash- or dspark-;
-- `find_best_model` (655-690): the tag compiled as a regular expression, `std::regex(tag + "[.-]", icase)`, searched
+- `find_best_model` (655-693): the tag compiled as a regular expression, `std::regex(tag + "[.-]", icase)`, searched
   in each path in listing order (the first that matches wins); with no tag Q4_K_M, then Q8_0, then the first model
   file; a split set's first part only;
-- `common_download_get_hf_plan` (720-726): a repository holding preset.ini loads that, and no GGUF picked by tag.
+- `common_download_get_hf_plan` (720-725): a repository holding preset.ini loads that, and no GGUF picked by tag.
 
 std::regex is ECMAScript, on the path's bytes; Python's `re` is read on the same bytes where the two agree: a tag of
 letters, digits, `_ - . * + ? | ( )`, `.` any byte but a line end, no `(?` extension, no quantifier after another.
@@ -26,7 +28,7 @@ from ..core.safe_text import escaped
 DEFAULT_TAGS = ("Q4_K_M", "Q8_0")
 PRESET = "preset.ini"
 _SIDECARS = ("mmproj", "imatrix", "mtp-", "eagle3-", "dflash-", "dspark-")
-_SPLIT = re.compile(r"-([0-9]{5})-(of)-([0-9]{5})\.gguf$", re.IGNORECASE | re.ASCII)  # download.cpp:483
+_SPLIT = re.compile(r"\A([^\n\r]+)-([0-9]{5})-(of)-([0-9]{5})\.gguf\Z", re.IGNORECASE | re.ASCII)  # download.cpp:483
 _TAG_ALPHABET = re.compile(r"[A-Za-z0-9_.*+?|()-]*")
 _NOT_ECMASCRIPT = re.compile(r"\(\?|[*+?][*+]")  # Python's (?...) and possessive quantifiers: no std::regex
 MAX_TAG = 100
@@ -57,7 +59,7 @@ def _bytes(path: str) -> bytes:
 
 
 def is_model_file(path: str) -> bool:
-    """gguf_filename_is_model (download.cpp:637)."""
+    """gguf_filename_is_model (download.cpp:637-653)."""
     name = path.rsplit("/", 1)[-1]
     return path.endswith(".gguf") and not any(s in name for s in _SIDECARS)
 
@@ -65,11 +67,11 @@ def is_model_file(path: str) -> bool:
 def _first_part(path: str) -> bool:
     """Not a later part of a split set (download.cpp:670-673: count > 1 and index != 1 skipped)."""
     m = _SPLIT.search(path)
-    return m is None or int(m[3]) <= 1 or int(m[1]) == 1
+    return m is None or int(m[4]) <= 1 or int(m[2]) == 1
 
 
 def best_model_file(files: list[str], tag: str) -> str | None:
-    """The file llama.cpp's -hf loads for TAG (find_best_model, download.cpp:655-690); BadTag where the tag is not
+    """The file llama.cpp's -hf loads for TAG (find_best_model, download.cpp:655-693); BadTag where the tag is not
     one to read alike."""
     for t in ([tag] if tag else list(DEFAULT_TAGS)):
         pattern = tag_pattern(t)
@@ -96,8 +98,20 @@ def split_parts(files: list[str], first: str) -> list[str]:
     m = _SPLIT.search(first)
     if m is None:
         return [first]
-    stem, of, count = first[:m.start()], m[2], int(m[3])
+    stem, of, count = m[1], m[3], int(m[4])
     return [p for i in range(1, count + 1) if (p := f"{stem}-{i:05d}-{of}-{count:05d}.gguf") in files]
+
+
+def unlisted_parts(files: list[str], first: str) -> str | None:
+    """Words naming the parts of `first`'s split set the listing lacks (llama.cpp downloads the parts it lists,
+    get_split_files, download.cpp:524-540), or None where it lists them all."""
+    m = _SPLIT.search(first)
+    count = int(m[4]) if m else 1
+    listed = len(split_parts(files, first))
+    if listed >= count:
+        return None
+    return (f"{escaped(first)}: {count - listed} of its {count} parts are not in the listing llama.cpp's -hf reads, "
+            "and it would not download them")
 
 
 def listed_tags(files: list[str]) -> list[str]:

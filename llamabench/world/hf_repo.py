@@ -3,10 +3,10 @@ and the GGUF of it llama.cpp would load (world.hf_pick: llama.cpp's own rules). 
 llama-cpp-python 0.3.36:
 
 - common/download.cpp `common_download_split_repo_tag` (74-81): OWNER/REPO, then an optional `:TAG`;
-- common/hf-cache.cpp `is_valid_repo_id` (118-141): [A-Za-z0-9_], with `/ . -` each between two of them, one `/`;
-- common/hf-cache.cpp `get_repo_files` (272-350): ONE answer of the hub's tree API, `tree/REV?recursive=true` (293):
-  no later page is asked for; an entry kept when it is an object of type "file" with a string path (307-312), the
-  path inside the snapshot folder (314-319, `is_valid_subpath` 163-172), its oid (the LFS object's where `lfs` is an
+- common/hf-cache.cpp `is_valid_repo_id` (120-141): [A-Za-z0-9_], with `/ . -` each between two of them, one `/`;
+- common/hf-cache.cpp `get_repo_files` (273-351): ONE answer of the hub's tree API, `tree/REV?recursive=true` (293):
+  no later page is asked for; an entry kept when it is an object of type "file" with a string path (300-305), the
+  path inside the snapshot folder (311-316, `is_valid_subpath` 164-173), its oid (the LFS object's where `lfs` is an
   object, else its own) empty or 40 or 64 hex digits (318-329, `is_valid_oid` 160-162).
 
 Read within remote.Reader's bounds; HF_ENDPOINT and HF_TOKEN honoured.
@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 from ..core.safe_text import escaped
-from .hf_pick import PRESET, best_model_file, tag_pattern
+from .hf_pick import PRESET, best_model_file, tag_pattern, unlisted_parts
 from .paths import HTTP_TIMEOUT_ENV, http_timeout
 from .remote import MAX_REDIRECTS, MAX_TOTAL, Reader, RemoteError
 
-_REPO = re.compile(r"[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*/[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*")  # hf-cache.cpp:118
+_REPO = re.compile(r"[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*/[A-Za-z0-9_]+(?:[.-][A-Za-z0-9_]+)*")  # hf-cache.cpp:120
 _OID = re.compile(r"[0-9A-Fa-f]{40}|[0-9A-Fa-f]{64}")  # hf-cache.cpp:160
 
 
@@ -75,7 +75,7 @@ def repo_listing(repo: str, revision: str | None, shown: str) -> Listing:
     API, its entries kept by llama.cpp's rules, read by remote.Reader: one deadline (LLAMABENCH_HTTP_TIMEOUT, its
     sockets cut when it runs out), read to MAX_PAGE_BYTES at most before it is parsed, MAX_LISTED files at most,
     Authorization never sent to another host. A repository holding preset.ini is refused: llama.cpp then loads what
-    the preset says (download.cpp:720-726)."""
+    the preset says (download.cpp:720-725)."""
     from huggingface_hub import get_token
 
     endpoint = (os.environ.get("HF_ENDPOINT") or "").rstrip("/") or "https://huggingface.co"
@@ -121,13 +121,10 @@ def _timed(reader: Reader, page: str) -> tuple[bytes, bool]:
 
 
 def _entries(body: bytes, shown: str):
-    """(path, size) of each entry of the page llama.cpp keeps (hf-cache.cpp:307-329; an LFS file's size its
+    """(path, size) of each entry of the page llama.cpp keeps (hf-cache.cpp:300-329; an LFS file's size its
     object's, a size past remote.MAX_TOTAL not said); RemoteError where one could come back into the snapshot
     folder, as llama.cpp would keep it."""
-    try:
-        entries = json.loads(body)
-    except (ValueError, RecursionError):
-        raise RemoteError(f"{shown}: the listing is not JSON") from None
+    entries = _strict_json(body, shown)
     if not isinstance(entries, list):
         raise RemoteError(f"{shown}: the listing is not a list of files")
     for e in entries:
@@ -144,6 +141,23 @@ def _entries(body: bytes, shown: str):
             continue  # what llama.cpp skips ("skip invalid path", "skip invalid oid")
         size = (lfs or {}).get("size", e.get("size", 0))
         yield path, size if isinstance(size, int) and not isinstance(size, bool) and 0 <= size <= MAX_TOTAL else 0
+
+
+def _strict_json(body: bytes, shown: str):
+    """The page as llama.cpp's JSON parser (nlohmann) reads it, or RemoteError where it reads none: UTF-8 only (a BOM
+    allowed), no NaN or Infinity, no lone surrogate. Where llama.cpp reads no listing it loads a file of its cache
+    instead (download.cpp:713-715): not the one llamabench would size."""
+    try:
+        text = body.decode("utf-8").removeprefix("\ufeff")
+        entries = json.loads(text, parse_constant=_no_constant)
+        json.dumps(entries, ensure_ascii=False).encode("utf-8")  # a lone surrogate (\ud800) cannot be
+    except (ValueError, RecursionError, UnicodeError):
+        raise RemoteError(f"{shown}: the listing is not JSON (as llama.cpp reads it)") from None
+    return entries
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
 
 
 def _inside_snapshot(path: str) -> bool | None:
@@ -194,4 +208,7 @@ def expand(model: str) -> str:
         listed = ", ".join(f for f in listing.files if f.endswith(".gguf"))[:300] or "none"
         raise RemoteError(f"hf://{escaped(spec)}: no GGUF {'for ' + escaped(tag) if tag else 'model file'} in the "
                           f"repository (its .gguf files: {escaped(listed)}){listing.unseen()}")
+    unlisted = unlisted_parts(listing.files, chosen)
+    if unlisted:
+        raise RemoteError(f"hf://{escaped(spec)}: {unlisted}{listing.unseen()}")
     return f"hf://{repo}/{chosen}" + (f"@{revision}" if at else "")

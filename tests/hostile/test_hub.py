@@ -11,9 +11,11 @@ import shutil
 
 import pytest
 
+import llamabench as lb
 from llamabench.cli import main
 from llamabench.world.hf_repo import expand
 from tests.support.fake_hub import REPO, asked_of, entry, fake_hub, one_error, small_twin
+from tests.support.twin_split import write_split
 
 ARABIC_2 = "\u0660\u0660\u0660\u0660\u0662"  # ٠٠٠٠٢: digits to Python's \d, not to llama.cpp's [0-9]
 COMMIT = "c" * 40
@@ -26,7 +28,7 @@ PICKS = [
      "B-Q4_K_M.gguf"),
     # and a good one there keeps it, whatever the entry's own
     ([[entry("A-Q4_K_M.gguf", oid="?", lfs={"oid": "a" * 64}), entry("B-Q4_K_M.gguf")]], "Q4_K_M", "A-Q4_K_M.gguf"),
-    # paths out of the snapshot folder, climbing or absolute: skipped ("skip invalid path", hf-cache.cpp:316)
+    # paths out of the snapshot folder, climbing or absolute: skipped ("skip invalid path", hf-cache.cpp:313)
     ([[entry("../A-Q4_K_M.gguf"), entry("/A-Q4_K_M.gguf"), entry("x/../../A-Q4_K_M.gguf"), entry("B-Q4_K_M.gguf")]],
      "Q4_K_M", "B-Q4_K_M.gguf"),
     # a split suffix is ASCII digits (download.cpp:483): with others the file is whole, and the first match
@@ -76,10 +78,12 @@ def test_a_tag_not_read_alike_is_one_line_before_the_hub_is_asked(tmp_path, monk
 
 
 @pytest.mark.parametrize("pages, tag, says", [
-    # llama.cpp loads what preset.ini names (download.cpp:720-726), not a GGUF picked by tag
+    # llama.cpp loads what preset.ini names (download.cpp:720-725), not a GGUF picked by tag
     ([[entry("preset.ini"), entry("A-Q4_K_M.gguf")]], "Q4_K_M", "preset.ini"),
     # a path that climbs out and may come back in (the commit's folder): llama.cpp might keep it, under its own name
     ([[entry(f"../{COMMIT}/A-Q4_K_M.gguf"), entry("B-Q4_K_M.gguf")]], "Q4_K_M", "may come back"),
+    # a lone surrogate: nlohmann's parser reads no listing at all, and llama.cpp loads a file of its cache instead
+    ([[entry("\ud800A-Q4_K_M.gguf"), entry("B-Q4_K_M.gguf")]], "Q4_K_M", "not JSON (as llama.cpp reads it)"),
     # the quant only on page 2: llama.cpp finds none, and the line says why
     ([[entry("A-Q8_0.gguf")], [entry("B-Q4_K_M.gguf")]], "Q4_K_M", "llama.cpp's -hf reads the first page only"),
 ])
@@ -88,3 +92,17 @@ def test_where_llama_cpp_would_load_another_file_or_none_it_is_one_line(tmp_path
     with fake_hub(tmp_path, pages, monkeypatch):
         one_error(capsys, ["fit", "-hf", f"{REPO}:{tag}", "--ctx", "4096"], says)
         one_error(capsys, ["fit", "-hf", REPO, "--quant", tag], says, code=2 if "page" in says else 1)
+
+
+def test_a_split_set_llama_cpp_would_not_download_whole_is_not_sized(tmp_path, monkeypatch, capsys):
+    """Part 2 on the listing's second page: llama.cpp's -hf downloads the parts it lists (download.cpp:524-540), so
+    part 1 alone; its command is never printed, and a sweep says why in the quant's own line."""
+    twin = small_twin(tmp_path / "M-Q4_K_M.gguf")
+    root = tmp_path / "repo"
+    root.mkdir()
+    first, second = write_split(twin, root, 2)
+    with fake_hub(root, [[entry(first.name)], [entry(second.name)]], monkeypatch):
+        one_error(capsys, ["inspect", "-hf", f"{REPO}:Q4_K_M"], "1 of its 2 parts are not in the listing")
+        swept = lb.fit_quants(f"hf://{REPO}", quant="Q4_K_M", n_ctx=4096, vram="24GiB")
+    (quant,) = swept.quants
+    assert quant.record is None and "1 of its 2 parts are not in the listing" in quant.error and swept.best() is None

@@ -16,6 +16,7 @@ from llamabench.cli import main
 from llamabench.core.errors import EngineError
 from llamabench.llama import serving
 from llamabench.llama.rpc import accepts
+from llamabench.world.gguf_file import read_metadata
 
 pytestmark = pytest.mark.slow
 try:
@@ -51,6 +52,9 @@ def test_every_test_measured_through_the_server_with_its_command(run):
         assert argv[argv.index("-np") + 1] == "2" and argv[argv.index("-c") + 1] == "4096"
         assert len(r.server.requests) == 2 * 2  # two repetitions of two parallel requests
         assert "llama-server x2 parallel" in r.series
+        # the table's size and params: the header's, as llama_model_size counts them (the server loaded the model)
+        assert r.model.size_bytes == sum(t.n_bytes for t in read_metadata(r.model.path).tensors)
+        assert r.model.n_params and 250e6 < r.model.n_params < 300e6
 
 
 @needs_server

@@ -209,3 +209,13 @@ def test_fit_takes_a_card_by_the_name_roofline_uses_and_refuses_a_bare_model_num
     with pytest.raises(SystemExit) as ended:  # argparse's own refusal of --vram, in one line
         main(["fit", "qwen3-5-35b-a3b", "--vram", "4090", "-c", "4096"])
     assert ended.value.code == 2 and "did you mean rtx-4090 (24 GiB)?" in capsys.readouterr().err
+
+
+def test_a_cpu_bench_plan_points_to_a_cards_speed(gemma, capsys, monkeypatch):
+    """Door round 3, trap 8: bench --dry-run on a CPU build times the CPU and did not say where a card's speed is."""
+    from llamabench.llama import ggml_devices
+
+    monkeypatch.setattr(ggml_devices, "supports_gpu_offload", lambda: False)
+    assert main(["bench", str(gemma), "--dry-run", "-c", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert f"llamabench roofline {gemma} --card rtx-4090" in out

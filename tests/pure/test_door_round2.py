@@ -137,6 +137,11 @@ def test_a_noisy_series_is_marked_where_its_numbers_are_shown(gemma):
     roof = lambda kv: Roofline(200_000_000 + kv, 200_000_000, kv, 0, kv * 10, "test", 200_000_000 + 4 * kv, kv)  # noqa: E731
     md = _roofline_md(roofline_series([replace(steady, roofline=roof(1000)), replace(noisy, roofline=roof(9000))]))
     assert "(left out)" in md and "1 noisy left out" in md and md.count("(noisy)") == 1
+    # on a geometry twin, the full-GQA counterfactual is left out (round 3: a tiny twin's weights made full attention
+    # look 2.7x faster than the real layout)
+    twin = [replace(r, roofline=roof(kv)) for r, kv in ((steady, 1000), (noisy, 9000))]
+    assert all(p["full_gqa"] is None for p in roofline_series(twin, twin=True)[0]["points"])
+    assert all(p["full_gqa"] for p in roofline_series(twin)[0]["points"])
 
 
 def test_the_deadlines_and_their_defaults_are_in_help(capsys):

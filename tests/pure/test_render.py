@@ -227,3 +227,16 @@ def test_kv_vs_context_names_the_red_line_and_keeps_the_legend_off_the_curve(tmp
     renderer = fig.canvas.get_renderer()
     assert not fig.legends[0].get_window_extent(renderer).overlaps(ax.get_window_extent(renderer))
     assert any("128k (n_ctx 131,072)" in t.get_text() for t in fig.legends[0].get_texts())
+    assert "one sequence (-np 1" in ax.get_title()  # llama-server's 4 slots hold 4 recurrent states (round 3)
+
+
+def test_off_a_terminal_long_work_still_says_where_it_is(capsys):
+    """Door round 3, trap 8: the demo printed nothing for about 5 minutes (its fit and bench progress only drew on a
+    terminal). Off one, a plain line now and then; silent where not asked."""
+    from llamabench.render.progress import Progress, StatusLine
+
+    StatusLine(enabled=False, plain_every_s=0)("fit: llama.cpp dry run 3")
+    Progress(2, enabled=False, plain_every_s=0)("fill", {"done": 5, "total": 10, "seconds": 1.0, "depth": 10})
+    StatusLine(enabled=False)("unseen")
+    err = capsys.readouterr().err
+    assert "... fit: llama.cpp dry run 3" in err and "filling to depth 10" in err and "unseen" not in err

@@ -93,3 +93,14 @@ def test_server_options_only_with_the_server_runtime(tmp_path):
         lb.bench(str(gguf), concurrency=2, dry_run=True)
     with pytest.raises(UsageError, match="not both"):
         lb.bench(str(gguf), runtime="llama-server", server_cmd="llama-server", url="http://x:1", dry_run=True)
+
+
+def test_the_depth_line_shows_the_t_s_the_table_shows():
+    """Door round 3, trap 8: the line printed per depth gave tokens over all repetitions' time, the table the mean of
+    the repetitions' t/s: two client t/s for one test. Both are the table's now."""
+    from llamabench.commands.bench import _rate
+    from llamabench.render.bench import speed_table
+
+    record = replace(server_record(ts=8.0, concurrency=2), samples_ns=(1_000_000_000, 3_000_000_000))
+    shown = _rate(record).split(" t/s")[0]
+    assert shown == f"{record.avg_ts:.2f}" and shown in speed_table([record], "md")

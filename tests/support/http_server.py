@@ -128,7 +128,7 @@ def write_big_header(src: Path, dst: Path, pad: int = 3 << 20) -> Path:
 def tree_entry(path: str, size: int, oid: str | None = None) -> dict:
     """A file as the hub's tree API lists it: its path, size and git object id (40 hex digits, unless given)."""
     return {"type": "file", "path": path, "size": size,
-            "oid": hashlib.sha1(path.encode()).hexdigest() if oid is None else oid}
+            "oid": hashlib.sha1(path.encode("utf-8", "surrogatepass")).hexdigest() if oid is None else oid}
 
 
 class _Handler(BaseHTTPRequestHandler):

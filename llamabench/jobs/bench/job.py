@@ -7,6 +7,7 @@ already (resume), and `save` gets each measurement with what it shares, the mome
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -97,5 +98,11 @@ def _sweep_basis(plan: BenchPlan, path, devices: tuple[str, ...]) -> SweepBasis:
                                    f"{work.decode_weight_bytes / 2**20:.2f} MiB read per decoded token")
     peak = runner.peak_bandwidth(gpu=any(p.n_gpu_layers for p in plan.configurations))
     machine = replace(sysinfo.this_machine(), memory_bandwidth=peak)
-    return SweepBasis(source.model_block(source.llama_metadata.architecture, loaded=path), geometry, basis, peak,
-                      machine, these_versions(), devices)
+    # size and params as llama_model_size / llama_model_n_params count them, from the header llama.cpp loads: what a
+    # llama-server record shows (its server loads the model, not us); a Llama() context's own figures replace them
+    tensors = source.llama_metadata.tensors
+    size = sum(t.n_bytes for t in tensors)
+    n_params = sum(math.prod(t.shape) for t in tensors)
+    return SweepBasis(source.model_block(source.llama_metadata.architecture, loaded=path, size_bytes=size or None,
+                                         n_params=n_params or None),
+                      geometry, basis, peak, machine, these_versions(), devices)

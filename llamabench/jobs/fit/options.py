@@ -121,7 +121,7 @@ def fit_request(model: str, params: dict[str, Any], *, vram=None,
                else list(SCHEMA["vram"].default) if cpu_only or emulate else gpu_budgets())
     budgets = [b for i, b in enumerate(budgets) if b.label not in {a.label for a in budgets[:i]}]  # once each
     reserve_bytes = parse_value("reserve", reserve, listed=False) if reserve is not None else SCHEMA["reserve"].default
-    ram_budget = parse_value("ram", ram, listed=False) if ram is not None else None
+    ram_budget = usable_ram(parse_value("ram", ram, listed=False)) if ram is not None else None
     if cpu_only and ram_budget is None:
         raise UsageError("--cpu-only puts everything in system RAM: give its size with --ram SIZE")
     if cpu_only and (vram is not None or reserve is not None):
@@ -155,7 +155,7 @@ def fit_request(model: str, params: dict[str, Any], *, vram=None,
     if values["split_mode"] == "none":
         server_args += ("-sm", "none", "-mg", str(values["main_gpu"]))
     return FitRequest(model, remote_model(model, quant) if remote else model,
-                      tuple([Budget(f"{ram_budget.label} RAM", ram_budget.bytes)] if cpu_only else budgets),
+                      tuple([ram_budget] if cpu_only else budgets),
                       tuple(budgets), tuple(contexts), tuple(pairs), tuple(placements),
                       values["flash_attn"], values["n_ubatch"], values["op_offload"], ram=ram_budget, runtime=config,
                       cpu_only=cpu_only, emulate=emulate, backend=target_backend(backend, budgets, cpu_only),
@@ -170,6 +170,13 @@ def fit_request(model: str, params: dict[str, Any], *, vram=None,
                       draft_devices=_draft_devices(device_draft, model_draft, budgets, rpc_hosts, cpu_only),
                       progress=progress if callable(progress) else None, tensor_overrides=values["tensor_overrides"],
                       cpu_moe=values["cpu_moe"], load_mode=values["load_mode"], **split)
+
+
+def usable_ram(ram: Budget) -> Budget:
+    """--ram SIZE less what the OS and its programs keep, as a Mac's pool keeps DEFAULT_OS_RESERVE: 4 GiB, or a
+    quarter of a RAM under 16 GiB."""
+    keep = min(DEFAULT_OS_RESERVE, ram.bytes // 4)
+    return Budget(f"{ram.label} RAM less {keep / GIB:g} GiB for the OS", ram.bytes - keep)
 
 
 def unified_budgets(budgets: list[Budget], *, unified: bool, wired_limit, reserve, reserve_bytes, ram: Budget | None,

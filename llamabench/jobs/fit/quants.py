@@ -82,6 +82,7 @@ class QuantFile:
     file: str
     parts: tuple[str, ...]
     size_bytes: int  # the listing's, summed over the parts (0: not said); only where the header cannot be read
+    unlisted: str | None = None  # why llama.cpp's -hf would not load it whole: parts its listing lacks
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,9 @@ def list_quants(model: str, quant: str) -> RepoQuants:
     quants = []
     for tag in dict.fromkeys(tags):
         parts = hf_pick.split_parts(files, found[tag])
-        quants.append(QuantFile(tag, found[tag], tuple(parts), sum(listing.sizes.get(p, 0) for p in parts)))
+        unlisted = hf_pick.unlisted_parts(files, found[tag])
+        quants.append(QuantFile(tag, found[tag], tuple(parts), sum(listing.sizes.get(p, 0) for p in parts),
+                                unlisted and unlisted + listing.unseen()))
     return RepoQuants(repo, revision if at else None, tuple(quants))
 
 
@@ -181,6 +184,8 @@ def read_headers(found: RepoQuants) -> Iterator[Iterator[ReadQuant]]:
     begun are dropped when the sweep ends early (its deadline), those begun end within their own deadline."""
 
     def read(q: QuantFile) -> ReadQuant:
+        if q.unlisted:
+            return ReadQuant(q, None, q.unlisted)
         try:
             source = resolve(found.url(q), quiet=True)  # the sweep says one line per quant, not one per header
         except (RemoteError, LlamabenchError) as exc:
