@@ -22,7 +22,7 @@ from typing import Callable
 
 from .core import serial
 from .core.errors import LlamabenchError, UsageError
-from .jobs.arguments import flag, model_argument, path_option
+from .jobs.arguments import checked, flag, model_argument, path_option
 from .jobs.bench.estimate import PlanEstimate
 from .jobs.bench.estimate import estimate as estimate_plan
 from .jobs.bench.job import run_bench
@@ -73,6 +73,7 @@ PathLike = str | os.PathLike
 
 
 # inspect ---------------------------------------------------------------------------------------
+@checked
 def inspect(model: str, *, results: PathLike | None = None, runtime=None, model_draft=None, quant: str | None = None,
             **params) -> InspectRecord:
     """The layer layout and the theoretical KV / recurrent footprint, computed from the GGUF's metadata, in the
@@ -86,6 +87,7 @@ def inspect(model: str, *, results: PathLike | None = None, runtime=None, model_
 
 
 # verify ----------------------------------------------------------------------------------------
+@checked
 def verify(model: str, *, results: PathLike | None = None, runtime=None, model_draft=None, **params) -> VerifyRecord:
     """Theory against llama.cpp's own `llama_kv_cache: size` / `llama_memory_recurrent: size` lines (a dry run), in
     the context `runtime` creates (llama-server by default, as `inspect` and `fit`); `model_draft` (-md): the draft
@@ -100,12 +102,14 @@ def verify_matrix(model: str) -> MatrixResult:
 
 
 # fit -------------------------------------------------------------------------------------------
+@checked
 def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None, verify: bool = False,
         emulate: bool = False,
         mmproj: str | None = None, no_mmproj_offload: bool = False, quant: str | None = None, remote: bool = False,
         results: PathLike | None = None, runtime=None, n_seq=None, kv_unified=None, cache_ram=None,
         ctx_checkpoints=None, rpc=None, model_draft=None, n_gpu_layers_draft=None, device_draft=None,
-        backend=None, unified: bool = False, wired_limit=None, progress=None, _source=None, **params) -> FitRecord:
+        backend=None, unified: bool = False, wired_limit=None, progress=None, _source=None, _checked_only=False,
+        **params) -> FitRecord:
     """Does n_ctx fit on the card(s) beside the weights, with which KV type and placement, in the context the
     runtime creates (`runtime`: llama-server, the default, or llama-cpp-python); `ram=` checks the host
     part; `verify=True` creates the answer for real (on the GPU, or an emulated card) and compares device by
@@ -133,6 +137,8 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
                           n_gpu_layers_draft=n_gpu_layers_draft,
                           device_draft=device_draft, backend=backend, unified=flag("unified", unified),
                           wired_limit=wired_limit, progress=progress)
+    if _checked_only:  # fit_quants: the keywords checked once, before any quant is weighed
+        return request
     if _source is None and quant is not None and wants_sweep(model_argument(model), quant):
         raise UsageError(f"--quant {quant} on a repository: lb.fit_quants({model!r}, quant={quant!r}) fits each "
                          "quant (the command: fit -hf OWNER/REPO --quant ...)")
@@ -140,6 +146,7 @@ def fit(model: str, *, vram=None, ram=None, cpu_only: bool = False, reserve=None
     return save(results, fit_record(run_fit(request, _source), model, results))
 
 
+@checked
 def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = None,
                on_quant: Callable[[str], None] | None = None, **kwargs) -> QuantFits:
     """Every quant of a Hugging Face repository (hf://OWNER/REPO; `quant` "all" or a comma list of tags) fitted from
@@ -153,12 +160,13 @@ def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = Non
         raise UsageError(f"quant: 'all' or a comma list of quants, e.g. 'Q4_K_M,Q8_0' (not {quant!r})")
     asked_quants(quant)  # none named, or too many: said before the hub is asked
     if not wants_sweep(model, quant):
-        raise UsageError(f"{model}: fit_quants takes a repository, hf://OWNER/REPO (no :QUANT), or a catalog id, and "
-                         "--quant all or a comma list")
+        raise UsageError(f"{model}: fit_quants takes a repository, hf://OWNER/REPO (no :QUANT), a catalog id or a GGUF "
+                         "file, and --quant all or a comma list")
+    fit(model, _checked_only=True, **kwargs)  # the fit's own keywords, checked once: one line, not one row a quant
     start = time.perf_counter()
     watch = SweepWatch(model, on_quant)
     results = path_option("results", results)
-    if not hf_repo.names_a_repo(model):  # a catalog id: each quant its published file, or the recipe's
+    if not hf_repo.names_a_repo(model):  # a catalog id (its published files, or the recipe's) or a file (the recipe's)
         quants = fit_catalog_quants(model, catalog_quants(model, quant),
                                     fit_one=lambda name: fit(model, quant=name, results=None, **kwargs),
                                     keep=lambda record: save(results, record), watch=watch)
@@ -203,6 +211,7 @@ class BenchRun:
         return serial.from_dict(cls, data)
 
 
+@checked
 def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=None, results: PathLike | None = None,
           resume: bool = False, dry_run: bool = False, on_event: Callable[[str, dict], None] | None = None,
           rpc=None, runtime=None, server_cmd: str | None = None, url: str | None = None,
@@ -241,6 +250,7 @@ def bench(model: str, *, n_prompt=None, n_gen=None, n_depth=None, repetitions=No
 
 
 # roofline --------------------------------------------------------------------------------------
+@checked
 def roofline(model: str, *, card: str | None = None, backend: str | None = None, bandwidth=None, tflops=None,
              bw_eff=None, compute_eff=None, calibrate: PathLike | None = None, quant: str | None = None,
              results: PathLike | None = None, tensor_split=None, link=None, link_ms=None, n_gpu_layers=None,
@@ -259,6 +269,7 @@ def roofline(model: str, *, card: str | None = None, backend: str | None = None,
 
 
 # quality ---------------------------------------------------------------------------------------
+@checked
 def quality(model: str, *, text_file: PathLike | None = None, chunks=None, base_model: PathLike | None = None,
             results: PathLike | None = None, rpc=None, on_event: Callable[[str, dict], None] | None = None,
             **params) -> QualityRecord:

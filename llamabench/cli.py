@@ -59,11 +59,20 @@ class OneLineParser(argparse.ArgumentParser):
         return f"; did you mean {close[0]}?" if close else ""
 
 
-DEADLINES = """deadlines: every wait on something outside the tool ends, in one line (seconds; set in the environment):
+DEADLINES = """deadlines: every wait on something outside the tool ends, in one line (seconds; the variables are set in
+the environment):
   LLAMABENCH_HTTP_TIMEOUT  a remote header read, a hub listing, each JSON answer of a llama-server (default 120)
   LLAMABENCH_RPC_TIMEOUT   a --rpc host's (or an emulated card's) answer to llama.cpp (default 300)
+  LLAMABENCH_HTTP_LOW_SPEED  a remote read that gets fewer BYTES than that in SECONDS fails (default 1024/15)
   bench --runtime llama-server: 300 to listen once started; a /completion stream 3600 between reads, ended
-  at its last event or after 64 events without a token"""
+  at its last event or after 64 events without a token
+  quality: 300 to load the vocabularies and tokenize the text (-f)
+  llama.cpp's children: 120 to list a model's tensors or ask its quantize recipe, 20 to match -ot patterns, 30 for a
+  --rpc host's memory; 120 to compile the tool's C++ helpers
+caps: what the tool reads whole is bounded, and a file past it is refused in one line before the work starts:
+  quality -f TEXT: 4 MiB (Gemma 3's tokenizer takes some 130 s for 4 MiB of prose on 2 cores)
+  roofline --calibrate FILE: 64 MiB of results (about 13 s to read and check on 2 cores)
+  LLAMABENCH_CATALOG: a models.toml of 16 MiB"""
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -16,11 +16,13 @@ from . import SUMMARY
 from .output import api_options, keywords, show
 
 HELP = SUMMARY["fit"]
-EXAMPLES = """examples:
+EXAMPLES = r"""examples:
   llamabench fit qwen3-5-35b-a3b                       # 16 and 24 GiB cards, 128k, f16 / q8_0 / q4_0 KV
   llamabench fit model.gguf --vram 12GiB --ctx 32k,128k -ctk q8_0 -ctv q8_0
   llamabench fit model.gguf --ctx 32768 -ngl 12,99 --verify   # these placements, created on the (emulated) card
   llamabench fit qwen3-30b-a3b --n-cpu-moe 8,16                # experts of the first layers kept in RAM
+  llamabench fit model.gguf -ot 'blk\.(1[0-9])\.ffn_.*_exps=CPU' --no-mmap  # llama.cpp's -ot; weights read, not mapped
+  llamabench fit model.gguf --quant Q3_K_M                     # this file in another quant (llama.cpp's recipe)
   llamabench fit model.gguf --ram 32GiB                       # the host part must fit 32 GiB of system RAM
   llamabench fit model.gguf --runtime llama-cpp-python        # size the Llama() context instead
   llamabench fit model.gguf -np 1 --cache-ram 0               # one slot, no prompt cache

@@ -9,6 +9,7 @@ from typing import Callable
 
 from ..core.safe_text import escaped
 from ..core.serial import finite
+from ..jobs.arguments import CALLBACKS  # what a command passes itself: its own progress lines
 from ..settings.params import OutputFormat
 
 
@@ -24,9 +25,6 @@ def show(result, fmt: OutputFormat, render: Callable[..., str]) -> None:
         print(json.dumps(finite(result.to_dict()), separators=(",", ":"), default=str, allow_nan=False))
     else:
         print(render(result, str(fmt)))
-
-
-CALLBACKS = ("progress", "on_event", "on_quant")  # what a command passes itself: its own progress lines
 
 
 def api_options(function, *, leave_out: tuple[str, ...] = ()) -> tuple[str, ...]:

@@ -7,14 +7,16 @@ import sys
 
 from .. import api
 from ..core.safe_text import escaped
-from ..jobs.quality.job import QUALITY_LISTS, QUALITY_N_CTX, QUALITY_PARAMS
+from ..jobs.quality.job import QUALITY_LISTS, QUALITY_MIN_N_CTX, QUALITY_N_CTX, QUALITY_PARAMS
 from ..render.quality import render_quality
 from ..settings import arguments
+from ..world.texts import MAX_TEXT_BYTES, TOKENIZE_DEADLINE_S
 from . import SUMMARY
 from .output import api_options, keywords, show
 
 HELP = SUMMARY["quality"]
-EXAMPLES = """examples:
+TEXT_MIB = MAX_TEXT_BYTES // 2**20
+EXAMPLES = f"""examples:
   llamabench quality model.gguf                                  # q8_0 and q4_0 KV against f16, -c 4096
   llamabench quality model.gguf -c 4096,32768 -ctk q8_0,q4_0 -ctv q8_0,q4_0 --chunks 4
   llamabench quality model-Q4_K_M.gguf --base-model model-Q8_0.gguf -f wiki.test.raw
@@ -23,6 +25,8 @@ The numbers are llama-perplexity's: the text cut into chunks of -c tokens, the s
 base's log-probs in its compact form (tools/perplexity/perplexity.cpp), so llama-perplexity --kl-divergence-base /
 --kl-divergence on the same text and options prints the same KLD, PPL and same-top rate. The base and every choice
 run side by side, a few rows at a time: no file of log-probs, and nothing vocab-sized held for a whole chunk.
+-c is {QUALITY_MIN_N_CTX} or more (the least that scores a token); -b takes any batch (llama-perplexity decodes a chunk
+-b tokens a call). The text (-f) is {TEXT_MIB} MiB at most, tokenized within {TOKENIZE_DEADLINE_S:g} s.
 """
 OPTIONS = api_options(api.quality)
 
@@ -31,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     arguments.add_arguments(parser, ("model", *QUALITY_PARAMS, *OPTIONS, "output"), lists=QUALITY_LISTS,
                             defaults={"n_gpu_layers": None, "type_k": None, "type_v": None, "n_ctx": None},
                             helps={"model": "a GGUF file of real weights (a catalog id's twin has none)",
-                                   "n_ctx": f"context length of each chunk (default {QUALITY_N_CTX}); the base is "
-                                            "made per context",
+                                   "n_ctx": f"context length of each chunk, {QUALITY_MIN_N_CTX} or more (default "
+                                            f"{QUALITY_N_CTX}); the base is made per context",
                                    "type_k": "K cache types to score against f16 (default q8_0,q4_0; paired with -ctv)",
                                    "type_v": "V cache types to score against f16 (default q8_0,q4_0)",
                                    "n_gpu_layers": "layers on the GPU (default all, as llama-perplexity)"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .. import api
-from ..jobs.roofline.job import LISTS, ROOFLINE_PARAMS
+from ..jobs.roofline.job import CALIBRATE_MAX_BYTES, LISTS, ROOFLINE_PARAMS
 from ..render.speed import render_roofline
 from ..settings import arguments
 from ..settings.cards import CARDS
@@ -14,7 +14,7 @@ from . import SUMMARY
 from .output import api_options, keywords, show
 
 HELP = SUMMARY["roofline"]
-EXAMPLES = """examples:
+EXAMPLES = f"""examples:
   llamabench roofline gpt-oss-20b --card dgx-spark -p 2048 -n 32 -d 0,4096,16384,32768 -ub 2048
   llamabench roofline qwen3-30b-a3b --quant Q8_0 --card ryzen-ai-max-395-128gb --backend rocm -d 0,32768
   llamabench roofline model.gguf -d 0,2048,8192          # this machine's CPU, as bench would measure it
@@ -29,6 +29,7 @@ throughput, at the efficiencies the backend's kernels reached in published llama
 (one set a backend, fitted once; the held-out range is where those runs fell when left out of the fit).
 Without --card or --bandwidth the machine is this one's CPU. -r is taken and ignored (nothing is timed).
 The full-GQA column is the same model with every mixer layer cached as full attention.
+--calibrate reads a results file of {CALIBRATE_MAX_BYTES // 2**20} MiB at most (every record in it is read and checked).
 """
 # no --results here: a prediction is not a measurement to keep (and the older `--results FILE` meant
 # "calibrate on FILE": it now fails in one line rather than append to the user's bench file)

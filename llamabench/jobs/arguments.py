@@ -1,13 +1,18 @@
 """The keyword arguments of one job's call, checked against the one parameter schema and parsed.
 
 Every job takes llama.cpp's parameter names as keywords (`n_ctx=32768`, `type_k="q8_0"`); this is where an
-unknown name is refused and a value parsed (`32k`, `["4096", "8k"]`), with the schema's defaults filled in.
+unknown name is refused and a value parsed (`32k`, `["4096", "8k"]`), with the schema's defaults filled in. The
+keywords that are no llama.cpp parameter are checked here too, by kind, before the job starts (`checked`): a callback
+is a callable, a file a str or a pathlib.Path, so that a wrong type is a UsageError in one line, never a TypeError
+half way through a run.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from typing import Any
+from typing import Any, Callable
 
 from ..core.errors import UsageError
 from ..settings.params import SCHEMA
@@ -68,3 +73,35 @@ def flag(name: str, value) -> bool:
         except UsageError:
             pass
     raise UsageError(f"{name}: {value!r} is not on or off (give True or False)")
+
+
+CALLBACKS = ("progress", "on_event", "on_quant")  # keywords that take a function (a command passes its own)
+PATHS = ("results", "text_file", "base_model", "calibrate", "mmproj", "model_draft", "server_bin", "out_dir")
+
+
+def callback(name: str, value) -> Callable | None:
+    """A keyword that takes a function (on_event, progress): None or a callable; UsageError for anything else."""
+    if value is None or callable(value):
+        return value
+    raise UsageError(f"{name}: a function (a callable), not {type(value).__name__}")
+
+
+def checked(function: Callable) -> Callable:
+    """An API function whose keywords of a known kind are checked before it runs, whichever way they came (its own
+    or passed on through **kwargs): CALLBACKS are callables or None, PATHS as path_option takes them. Arguments that
+    may also be given by position (report's list of results files) are the function's own to check."""
+    positional = {p.name for p in inspect.signature(function).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        for name, value in kwargs.items():
+            if name in positional:
+                continue
+            if name in CALLBACKS:
+                callback(name, value)
+            elif name in PATHS:
+                path_option(name, value)
+        return function(*args, **kwargs)
+
+    return call

@@ -21,6 +21,7 @@ from ..settings.params import Params
 from ..settings.values import rpc_endpoints
 from ..world import sysinfo
 from ..world.paths import RPC_TIMEOUT_ENV, rpc_timeout
+from ..world.texts import TOKENIZE_DEADLINE_S
 from .devices import Device, is_endpoint
 from .messages import (
     ContextRequest,
@@ -225,7 +226,7 @@ def quantize_recipe(path: str, ftype: int, *, timeout_s: float = RECIPE_TIMEOUT_
     return types
 
 
-TOKENS_TIMEOUT_S = 300.0  # vocabularies loaded and a text tokenized
+TOKENS_TIMEOUT_S = TOKENIZE_DEADLINE_S  # vocabularies loaded and a text tokenized (texts.MAX_TEXT_BYTES agrees)
 
 
 def text_tokens(path: str, text: str, base_path: str | None = None, *,
@@ -234,7 +235,9 @@ def text_tokens(path: str, text: str, base_path: str | None = None, *,
     found, outcome = run_job_within(TokensJob(path, text, base_path), timeout_s)
     answer = next((e for e in found if isinstance(e, TextTokens)), None)
     if answer is None:
-        raise EngineError(f"could not tokenize the text: {outcome.failure or 'no answer'}")
+        raise EngineError(f"could not tokenize the text: {outcome.failure or 'no answer'}",
+                          hint="a shorter text (-f): llama.cpp's tokenizing time grows with the square of the text's "
+                               "newlines and runs of spaces where they are tokens of their own (Gemma's vocabulary)")
     return answer
 
 

@@ -27,10 +27,10 @@ a card's maxMemoryAllocationSize.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Mapping
 
+from ..core import environment
 from ..settings.values import BACKEND_NAMES
 
 OP_OFFLOAD_MIN_BATCH = 32  # op_offload_min_batch_size's default in ggml-cuda.cu, ggml-vulkan.cpp and ggml-metal
@@ -95,16 +95,26 @@ MIN_BATCH_ENV = "GGML_OP_OFFLOAD_MIN_BATCH"  # llama.cpp's own: ggml-cuda.cu, gg
 VULKAN_RANGE_ENV = "LLAMABENCH_VULKAN_MAX_STORAGE_BUFFER_RANGE"  # the target card's, in bytes (vulkaninfo prints it)
 
 
+INT_MAX = 2**31 - 1  # atoi's int: GGML_OP_OFFLOAD_MIN_BATCH's range in ggml
+UINT32_MAX = 2**32 - 1  # VkPhysicalDeviceLimits.maxStorageBufferRange is a uint32_t
+
+
 def rules_for(name: str | None, environ: Mapping[str, str] = {}) -> BackendRules | None:  # noqa: B006 - read only
     """The rules of a backend by --backend's name (None for None), with the limits `environ` sets: llama.cpp's
-    GGML_OP_OFFLOAD_MIN_BATCH (read as its atoi reads it), and a Vulkan card's maxStorageBufferRange."""
+    GGML_OP_OFFLOAD_MIN_BATCH (an int, as ggml's atoi reads it: a sign and ASCII digits) and a Vulkan card's
+    maxStorageBufferRange in bytes. Unset or blank: the defaults; anything else that is not such a number is one
+    UsageError naming the variable (core.environment), on every backend, not a traceback or a silent default."""
     if name is None:
         return None
     rules = BACKENDS[name]
-    batch = re.match(r"\s*[-+]?\d+", environ.get(MIN_BATCH_ENV, ""))
-    if batch and rules.offloads:
-        rules = replace(rules, min_batch=int(batch[0]))
-    limit = environ.get(VULKAN_RANGE_ENV, "").strip()
-    if limit.isdigit() and int(limit) > 0 and name == "vulkan":
-        rules = replace(rules, max_tensor_bytes=int(limit))
+    raw = environ.get(MIN_BATCH_ENV, "")
+    if raw.strip(environment.BLANK):
+        batch = environment.whole_number(MIN_BATCH_ENV, raw, low=-INT_MAX - 1, high=INT_MAX, what="a batch size")
+        if rules.offloads:
+            rules = replace(rules, min_batch=batch)
+    raw = environ.get(VULKAN_RANGE_ENV, "")
+    if raw.strip(environment.BLANK):
+        limit = environment.whole_number(VULKAN_RANGE_ENV, raw, low=1, high=UINT32_MAX, what="a count of bytes")
+        if name == "vulkan":
+            rules = replace(rules, max_tensor_bytes=limit)
     return rules

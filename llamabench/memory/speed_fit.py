@@ -36,7 +36,7 @@ def nnls(a: np.ndarray, b: np.ndarray, max_iter: int = 500) -> np.ndarray:
         if not free or max(w[free]) <= 1e-12:
             break
         passive.append(max(free, key=lambda j: w[j]))
-        while True:
+        while passive:  # every coefficient dropped back to 0: the outer loop picks again
             s = np.zeros(n)
             s[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
             if min(s[passive]) > 0:
@@ -46,6 +46,8 @@ def nnls(a: np.ndarray, b: np.ndarray, max_iter: int = 500) -> np.ndarray:
             x = x + alpha * (s - x)
             passive = [i for i in passive if x[i] > 1e-12]
         w = a.T @ (b - a @ x)
+        if not passive and max(w[j] for j in range(n)) <= 1e-12:
+            break
     return x
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..core import cache_types
-from ..memory.divergence import QualityStats
+from ..memory.divergence import QualityStats, scored_per_chunk
 from ..model.metadata import ModelRef
 from ..settings.params import Params
 from .record import Record, RecordKind
@@ -60,6 +60,27 @@ class QualityRow:
     def ok(self) -> bool:
         return self.kld_mean is not None
 
+    def inconsistency(self) -> str | None:
+        """What this row says against itself (read back from a file), or None: statistics of no chunk scored, of
+        more tokens than its chunks score, or half of them missing, are not a measurement."""
+        stats = (self.kld_mean, self.kld_mean_unc, self.kld_p99, self.kld_max, self.ppl, self.ppl_unc, self.ppl_base,
+                 self.ppl_base_unc, self.same_top_p, self.same_top_unc)
+        if self.chunks > self.chunks_planned:
+            return f"{self.chunks} chunks scored of {self.chunks_planned} planned"
+        if self.kld_mean is None:
+            return "statistics without a mean KLD" if any(v is not None for v in stats) else None
+        if any(v is None for v in stats):
+            return "a measured row with some of its statistics missing"
+        if self.chunks < 1 or self.n_tokens_scored < 1:
+            return f"statistics of {self.chunks} chunks and {self.n_tokens_scored} tokens scored: not a measurement"
+        if self.n_tokens_scored > self.chunks * scored_per_chunk(self.n_ctx):
+            return (f"{self.n_tokens_scored:,} tokens scored in {self.chunks} chunks of {self.n_ctx:,}, which score "
+                    f"{scored_per_chunk(self.n_ctx):,} each")
+        top = self.kld_max + 1e-6 * abs(self.kld_max) + 1e-9  # the maximum is a float32 of llama-perplexity's
+        if self.kld_mean > top or self.kld_p99 > top:
+            return f"a mean or 99th percentile KLD above the maximum {self.kld_max:g}"
+        return None
+
     @property
     def ppl_ratio(self) -> float | None:
         return self.ppl / self.ppl_base if self.ppl is not None and self.ppl_base else None
@@ -108,6 +129,9 @@ class QualityRecord(Record):
     @property
     def ok(self) -> bool:
         return bool(self.rows) and all(r.ok and r.reason is None for r in self.rows)
+
+    def inconsistency(self) -> str | None:
+        return next((f"rows[{i}]: {wrong}" for i, r in enumerate(self.rows) if (wrong := r.inconsistency())), None)
 
     def summary(self) -> dict:
         return {"rows": [{"n_ctx": r.n_ctx, "choice": r.label, "kld_mean": r.kld_mean, "ppl_ratio": r.ppl_ratio,

@@ -9,9 +9,10 @@ version that does not parse is an error naming its line.
 
 A results file travels between machines, so everything in it is untrusted: its strings are escaped
 (`safe_text`: no escape sequence or forged line reaches a terminal), its values are structured strictly
-(`serial`: an int is an int, a float finite) and checked for sense (`check_values`: sample times, token
-counts and speeds positive, byte counts not negative, contexts within llama.cpp's uint32); a record that
-fails is a broken record, an error naming its line.
+(`serial`: an int is an int, a float finite) and checked for sense (`record.check_values`, the one check of
+range: sample times, token counts and speeds positive, byte counts from 0 to 2**60, contexts within llama.cpp's
+uint32, KLD, PPL and rates within what llama-perplexity can print, a quality row of no chunk no measurement); a
+record that fails is a broken record, an error naming its line.
 """
 
 

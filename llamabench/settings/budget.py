@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from ..core.errors import UsageError
 from ..core.suggest import closest
 from ..core.units import GIB, MIB
-from .cards import CARDS, find_card
+from .cards import CARDS, families, find_card
 from .values import LLAMA_MAX_DEVICES
 
 _SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|tib|tb|g|m)?\s*$", re.IGNORECASE)
@@ -17,7 +17,6 @@ _SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|tib|tb|g|m)?\s*$"
 # nvidia-smi count it, and RAM is sold the same way; taking 24 x 10^9 would size a 22.35 GiB card
 _UNITS = {None: GIB, "gib": GIB, "g": GIB, "gb": GIB, "mib": MIB, "m": MIB, "mb": MIB, "tib": 1024 * GIB,
           "tb": 1024 * GIB}
-_BINARY = {"gb": "GiB", "g": "GiB", "mb": "MiB", "m": "MiB", "tb": "TiB"}  # the label shows how a size was read
 MAX_SIZE = 1024**5  # a PiB: no card or machine is bigger
 
 
@@ -89,9 +88,9 @@ def _size_value(text) -> tuple[str, float]:
     unit = m[2].lower() if m[2] else None
     label = str(text).strip().replace(" ", "")
     if unit is None:
-        label += "GiB"
-    elif unit in _BINARY:
-        label = label[: len(label) - len(unit)] + _BINARY[unit]
+        label += "GiB"  # a plain number is GiB, and the label says so
+    # 24GB stays 24GB as written (round 3: "64GB" printed as 64GiB read as a different size); it holds 24 GiB, as its
+    # maker and nvidia-smi count it, and every budget line prints its GiB beside the label
     return label, float(m[1]) * _UNITS[unit]
 
 
@@ -118,13 +117,13 @@ def budget(text) -> Budget:
     if not _SIZE.match(str(text)) and re.search(r"[a-z]{2}", str(text), re.IGNORECASE):  # a name, misspelt
         close = closest(str(text), [c.id for c in CARDS])
         raise UsageError(f"'{text}' is not a size, nor a card's name" + (f"; did you mean {close}?" if close else ""),
-                         hint="write a size (24GiB) or a card name: " + ", ".join(c.id for c in CARDS))
+                         hint="write a size (24GiB) or a card name: " + families())
     label, value = _size_value(text)
     if re.fullmatch(r"\s*\d{4}\s*", str(text)):  # 4090 read as GiB would fit anything: a card's model number
         named = closest(str(text), [c.id for c in CARDS])
         guess = f"; did you mean {named} ({find_card(named).vram_gib:g} GiB)?" if named else ": a card's number?"
         raise UsageError(f"'{text}' would be {text.strip()} GiB{guess}",
-                         hint="write a size (24GiB) or a card name: " + ", ".join(c.id for c in CARDS))
+                         hint="write a size (24GiB) or a card name: " + families())
     if value <= 0:
         raise UsageError(f"'{text}' must be positive")
     if value < 1:
@@ -181,11 +180,18 @@ def unified_budget(b: Budget, backend: str) -> Budget:
     return Budget(b.label, b.bytes, pool=UnifiedPool(b.bytes, backend, "the RAM (the device reports the pool)"))
 
 
+WIRED_LIMIT_DEFAULT = 0  # iogpu.wired_limit_mb=0: macOS's own ceiling, recommendedMaxWorkingSetSize (its default)
+
+
 def with_wired_limit(b: Budget, wired_limit_mib: int) -> Budget:
-    """A Mac's working set raised (or lowered) as `sudo sysctl iogpu.wired_limit_mb=N` does."""
+    """A Mac's working set raised (or lowered) as `sudo sysctl iogpu.wired_limit_mb=N` does; 0 is what the sysctl's 0
+    is, macOS's default ceiling (recommendedMaxWorkingSetSize), not a GPU of 0 bytes."""
     if b.pool is None or b.pool.backend != "metal":
         raise UsageError(f"--wired-limit is macOS's iogpu.wired_limit_mb: {b.label} is not a Mac",
                          hint="name one (--vram apple-m4-pro-24gb), or give --vram SIZE --unified --backend metal")
+    if wired_limit_mib == WIRED_LIMIT_DEFAULT:
+        return replace(b, pool=replace(b.pool, ceiling_basis=f"{b.pool.ceiling_basis}; --wired-limit 0 is "
+                                                             "iogpu.wired_limit_mb=0, macOS's default"))
     if wired_limit_mib * MIB > b.pool.ram:
         raise UsageError(f"--wired-limit {wired_limit_mib} is more than {b.label}'s {b.pool.ram / GIB:g} GiB of RAM")
     basis = f"iogpu.wired_limit_mb={wired_limit_mib} (--wired-limit)"

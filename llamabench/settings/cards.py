@@ -195,4 +195,12 @@ def card(card_id: str) -> Card:
         return found
     close = closest(card_id, [c.id for c in CARDS])
     raise UsageError(f"unknown card '{card_id}'" + (f"; did you mean {close}?" if close else ""),
-                     hint="cards: " + ", ".join(c.id for c in CARDS))
+                     hint=f"{len(CARDS)} cards, named as {families()}; or --bandwidth GB/s")
+
+
+def families() -> str:
+    """The card names by family, a few each (every name would make an error line of a thousand characters)."""
+    by_family: dict[str, list[str]] = {}
+    for c in CARDS:
+        by_family.setdefault(c.id.split("-")[0], []).append(c.id)
+    return "; ".join(f"{ids[0]} ... {ids[-1]}" if len(ids) > 2 else ", ".join(ids) for ids in by_family.values())

@@ -247,7 +247,8 @@ _OPTIONS = (
        "GB10): one pool for GPU and CPU, the device's ceiling within it (Metal: 2/3 of the RAM, 3/4 above 36 GiB, "
        "unless --wired-limit)", action="store_true"),
     _p("wired_limit", ["--wired-limit"], nonneg_int, None, "a Mac's GPU ceiling in MiB, as `sudo sysctl "
-       "iogpu.wired_limit_mb=N` sets it (default: its recommendedMaxWorkingSetSize)", metavar="MIB"),
+       "iogpu.wired_limit_mb=N` sets it (default, and 0 as the sysctl reads it: its recommendedMaxWorkingSetSize)",
+       metavar="MIB"),
     _p("runtime", ["--runtime"], parse_runtime, Runtime.LLAMA_SERVER.value, "the program that creates the context: "
        "llama-server (the printed command) or llama-cpp-python (the Llama() call)", metavar="NAME"),
     _p("server_cmd", ["--server-cmd"], text, None, "bench --runtime llama-server: the llama-server line to start "
@@ -275,7 +276,10 @@ _OPTIONS = (
        "for a catalog model's own", metavar="FILE"),
     _p("no_mmproj_offload", ["--no-mmproj-offload"], on_off, False,
        "keep the projector in system RAM, as llama-server's --no-mmproj-offload", action="store_true"),
-    _p("quant", ["--quant"], text, None, "a catalog model's published quant (e.g. Q4_K_M)"),
+    _p("quant", ["--quant"], text, None, "a catalog model's published quant (e.g. Q4_K_M), or a file's in llama.cpp's "
+       "recipe (fit FILE --quant Q3_K_M); with -hf OWNER/REPO or a catalog id, all or a comma list (Q4_K_M,Q5_K_M) "
+       "fits each quant: 64 quants at most and 600 s in all, past either one line that says how to narrow it; a quant "
+       "is read as llama.cpp's -hf reads it, a regular expression"),
     _p("model_draft", ["-md", "--model-draft", "--spec-draft-model"], text, None,
        "llama-server's draft model (--spec-type draft-simple): a GGUF file, https:// or hf:// URL, or a catalog id, "
        "sized beside the target on the same devices", metavar="MODEL"),
@@ -306,17 +310,17 @@ _OPTIONS = (
        "that holds the rest (default: this machine's, measured)"),
     _p("bw_eff", ["--bw-eff"], fraction, None, "bandwidth efficiency (default 0.70)"),
     _p("compute_eff", ["--compute-eff"], fraction, None, "compute efficiency (default 0.30)"),
-    _p("text_file", ["-f", "--file"], path, None, "the text to score, UTF-8 natural language, as llama-perplexity -f "
-       "(default: Python's own documentation topics, pydoc_data.topics: offline, the same on every machine)",
-       metavar="TEXT"),
+    _p("text_file", ["-f", "--file"], path, None, "the text to score, UTF-8 natural language, as llama-perplexity -f, "
+       "4 MiB at most, tokenized within 300 s (default: Python's own documentation topics, pydoc_data.topics: "
+       "offline, the same on every machine)", metavar="TEXT"),
     _p("chunks", ["--chunks"], positive_int, None, "score at most this many chunks of -c tokens, as llama-perplexity "
        "(default: all the text holds)"),
     _p("base_model", ["--base-model"], text, None, "reference weights (a GGUF of the same vocabulary, e.g. the BF16 "
        "or Q8_0 the quant was made from): MODEL's weights are compared against its logits, both with f16 KV",
        metavar="REF.gguf"),
     _p("compare", ["--compare"], text, (), "catalog ids to draw beside the model in the KV plot", metavar="ID"),
-    _p("calibrate", ["--calibrate"], path, None, "bench results of this model: calibrate on two measured tg depths",
-       metavar="FILE"),
+    _p("calibrate", ["--calibrate"], path, None, "bench results of this model, 64 MiB at most: the speed model scaled "
+       "to the median of measured / predicted over its tests (those bench marked noisy left out)", metavar="FILE"),
     _p("result_files", [], path, None, "JSON Lines files written by inspect/verify/fit/bench --results",
        metavar="RESULTS"),
 )

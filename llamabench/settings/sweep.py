@@ -10,11 +10,12 @@ from typing import Any, Iterable, Mapping
 from ..core.errors import UsageError
 from .budget import reserve
 from .params import CONTEXT_PARAMS, SCHEMA, Param, Params, tensor_overrides
-from .values import INT_PARSERS, endpoints, tensor_split
+from .values import INT_PARSERS, endpoints, flash_attn, on_off, tensor_split
 
 _RANGE = re.compile(r"^\s*(\w+)\s*-\s*(\w+)\s*([+*])\s*(\w+)\s*$")
 
 
+ON_OFF = (on_off, flash_attn)  # the parsers a bool is a value of (the API's True / False)
 MAX_LIST_ITEMS = 4096  # values of one list option (a comma list or a range), counted before it expands
 MAX_CONFIGURATIONS = 4096  # contexts of one sweep (the product of its lists), counted before it expands
 MAX_TESTS = 4096  # tests of one context (-p x -n x -d)
@@ -82,6 +83,9 @@ def parse_value(name: str, raw, *, listed: bool):
     """One option's value from the CLI or the API: a scalar, or with `listed` a tuple (comma lists, ranges)."""
     spec = SCHEMA[name]
     try:
+        values = raw if isinstance(raw, (list, tuple)) else (raw,)
+        if spec.parse not in ON_OFF and any(isinstance(v, bool) for v in values):  # float(True) would be 1.0
+            raise UsageError("True and False are for on/off options: give a value")
         if listed:  # a value given twice (-ngl all,auto: 999 twice) is one configuration, not two alike
             items = tuple(_items(spec, raw))
             try:

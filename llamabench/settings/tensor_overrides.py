@@ -24,6 +24,8 @@ from ..core.errors import UsageError
 # common/common.h:1198, what --cpu-moe appends (and --n-cpu-moe per block, with `blk\.N` in front)
 EXPERTS_REGEX = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"
 CPU = "CPU"
+MAX_OVERRIDES = 1024  # -ot pieces of one fit: every weight name is matched against each of them
+MAX_PATTERN_CHARS = 4096
 HOST = None  # a tensor's place: None is system RAM, else the device's position in llama.cpp's device order
 
 # the buffer type names a -ot may give (ggml_backend_buft_name of a device's buffer types): CPU, a device's own
@@ -93,6 +95,9 @@ def parse_overrides(value) -> tuple[str, ...]:
     pieces = [piece for text in texts for piece in text.split(",")]
     if not pieces:
         raise UsageError("an empty list: give REGEX=BUFFER (e.g. 'exps=CPU')")
+    if len(pieces) > MAX_OVERRIDES or any(len(p) > MAX_PATTERN_CHARS for p in pieces):
+        raise UsageError(f"-ot: at most {MAX_OVERRIDES} overrides of at most {MAX_PATTERN_CHARS} characters each "
+                         "(a model has a few thousand weight tensors; one pattern per block is enough)")
     for piece in pieces:
         override = _split(piece)
         if "\0" in piece or "\n" in piece:
@@ -140,18 +145,26 @@ def target(override: TensorOverride, remote: tuple[str, ...]) -> int | None:
 @dataclass(frozen=True)
 class Placer:
     """The overrides of one fit, compiled, each with its target: the first whose pattern a tensor name contains
-    places it (regex_search, as llama.cpp)."""
+    places it (regex_search, as llama.cpp). `first`: each tensor name's first matching rule (-1: none), where it was
+    worked out ahead (`first_matches`, with a deadline: a pattern can take exponential time)."""
 
     rules: tuple[tuple[re.Pattern, int | None], ...] = ()
+    first: "dict[str, int] | None" = None
 
     @classmethod
     def of(cls, overrides: tuple[TensorOverride, ...], remote: tuple[str, ...] = ()) -> "Placer":
         return cls(tuple((re.compile(o.pattern), target(o, remote)) for o in overrides))
 
+    def with_matches(self, first: dict[str, int]) -> "Placer":
+        return Placer(self.rules, dict(first))
+
     def __bool__(self) -> bool:
         return bool(self.rules)
 
     def place(self, name: str, default: int | None) -> int | None:
+        if self.first is not None and name in self.first:
+            index = self.first[name]
+            return default if index < 0 else self.rules[index][1]
         for pattern, where in self.rules:
             if pattern.search(name):
                 return where
@@ -169,3 +182,9 @@ def printed_flags(tensor_overrides: tuple[str, ...], cpu_moe: bool, load_mode: s
     out: tuple[str, ...] = ("-ot", ",".join(tensor_overrides)) if tensor_overrides else ()
     out += ("--cpu-moe",) if cpu_moe else ()
     return out + (("--load-mode", str(load_mode)) if load_mode != LoadMode.AUTO else ())
+
+
+def first_matches(patterns: list[str], names: list[str]) -> list[int]:
+    """Each name's first pattern that regex_search finds in it (-1: none): what a child works out under a deadline."""
+    compiled = [re.compile(p) for p in patterns]
+    return [next((i for i, p in enumerate(compiled) if p.search(name)), -1) for name in names]

@@ -5,11 +5,11 @@ UsageError naming the variable, not a traceback in every command.
 
 from __future__ import annotations
 
-import math
 import os
 import stat
 from pathlib import Path
 
+from ..core import environment
 from ..core.errors import CatalogError, UsageError
 
 CACHE_ENV = "LLAMABENCH_CACHE_DIR"
@@ -74,15 +74,9 @@ def catalog_override() -> Path | None:
 def _seconds(name: str, default: float, most: float) -> float:
     """A deadline variable in seconds: unset or empty means the default; anything else must be above 0."""
     raw = os.environ.get(name)
-    if raw is None or not raw.strip():
+    if raw is None or not raw.strip(environment.BLANK):
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise UsageError(f"{name}={raw[:40]!r} is not a number of seconds") from None
-    if not math.isfinite(value) or not 0 < value <= most:
-        raise UsageError(f"{name}={raw[:40]!r}: give seconds above 0, at most {most:g}")
-    return value
+    return environment.seconds(name, raw, most=most)
 
 
 def http_timeout() -> float:
@@ -103,14 +97,10 @@ def http_low_speed() -> tuple[int, float]:
     in that many seconds fails in one line, without waiting for the whole deadline (curl's --speed-limit /
     --speed-time); 0/0 turns it off."""
     raw = os.environ.get(HTTP_LOW_SPEED_ENV)
-    if raw is None or not raw.strip():
+    if raw is None or not raw.strip(environment.BLANK):
         return DEFAULT_LOW_SPEED
-    n_bytes, _, seconds = raw.partition("/")
-    try:
-        limit, window = int(n_bytes), float(seconds)
-    except ValueError:
-        raise UsageError(f"{HTTP_LOW_SPEED_ENV}={raw[:40]!r}: write BYTES/SECONDS, e.g. 1024/15") from None
-    if limit < 0 or not math.isfinite(window) or not 0 <= window <= MAX_HTTP_TIMEOUT_S:
-        raise UsageError(f"{HTTP_LOW_SPEED_ENV}={raw[:40]!r}: bytes from 0 up, seconds from 0 to "
-                         f"{MAX_HTTP_TIMEOUT_S:g}")
-    return limit, window
+    n_bytes, slash, window = raw.partition("/")
+    if not slash:
+        raise UsageError(f"{HTTP_LOW_SPEED_ENV}={raw[:40]!r}: write BYTES/SECONDS, e.g. 1024/15")
+    return (environment.whole_number(HTTP_LOW_SPEED_ENV, n_bytes, low=0, high=2**40, what="a count of bytes"),
+            environment.seconds(HTTP_LOW_SPEED_ENV, window, most=MAX_HTTP_TIMEOUT_S, zero=True))

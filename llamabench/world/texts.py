@@ -16,7 +16,15 @@ from pathlib import Path
 from ..core.errors import UsageError
 
 DEFAULT_TEXT = "pydoc_data.topics"
-MAX_TEXT_BYTES = 256 * 1024 * 1024
+TOKENIZE_DEADLINE_S = 300.0  # the text tokenized and both vocabularies loaded (llama.worker.text_tokens)
+# -f's text, at most: what the tokenizing deadline meets for prose. llama.cpp splits a text at each match of a
+# user-defined token before it tokenizes (llama-vocab.cpp:3255, tokenizer_st_partition) and finds each fragment again
+# from the list's head (std::distance, std::next), so its time grows with the square of the matches; in Gemma 3's
+# vocabulary every newline and run of spaces is one. Gemma 3 270M on this 2-core CPU (2026-12-07): the 0.44 MiB
+# default 2.4 s, 1.8 MiB of it 29 s, 3.6 MiB 107 s, 4.1 MiB 132 s: 4 MiB is under half the deadline, and 1M tokens
+# (30 chunks of 32k; wiki.test.raw, 1.3 MB, fits three times). A text of little but newlines meets the deadline sooner
+# (100 KiB of "a\n\n" takes 16 s, 200 KiB 62 s): the deadline ends it, in one line.
+MAX_TEXT_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,9 @@ def read_text(path: Path | str | None) -> ScoredText:
             raise UsageError(f"{path}: no such text file" if not path.exists() else f"{path}: not a regular file")
         if path.stat().st_size > MAX_TEXT_BYTES:
             raise UsageError(f"{path}: {path.stat().st_size:,} bytes is more text than quality reads "
-                             f"({MAX_TEXT_BYTES // (1024 * 1024)} MiB at most)")
+                             f"({MAX_TEXT_BYTES // (1024 * 1024)} MiB at most, what llama.cpp tokenizes within "
+                             f"quality's {TOKENIZE_DEADLINE_S:g} s)",
+                             hint="a part of the text: --chunks N scores N chunks of it anyway")
         data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the text ({exc.strerror})") from None

@@ -165,13 +165,13 @@ def test_strict_kinds_at_the_serializer():
 def test_an_infinite_compute_is_read_back():
     """--bandwidth without --tflops: attention compute is not limiting, stored as Infinity, read back as such."""
     record = lb.roofline(MODEL, bandwidth=900, n_ctx=4096)
-    assert record.speed_model.compute == math.inf
+    assert record.speed_model.machine.fp32 == math.inf
     data = json.loads(json.dumps(record.to_dict()))
     assert records.from_dict(data) == record
     with pytest.raises(serial.ShapeError, match="bandwidth"):
-        records.from_dict(set_at(data, "speed_model.bandwidth", INF))
+        records.from_dict(set_at(data, "speed_model.machine.bandwidth", INF))
     with pytest.raises(serial.ShapeError, match="must be positive"):
-        records.from_dict(set_at(data, "speed_model.bandwidth", -2e8))
+        records.from_dict(set_at(data, "speed_model.machine.bandwidth", -2e8))
     assert isinstance(records.from_dict(data), RooflineRecord)
 
 

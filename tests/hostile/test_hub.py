@@ -36,6 +36,8 @@ PICKS = [
      f"A-Q4_K_M-{ARABIC_2}-of-{ARABIC_2}.gguf"),
     # "of" in any case (std::regex::icase): -00002-OF-00002 is a second part, never loaded as the model
     ([[entry("A-Q4_K_M-00002-OF-00002.gguf"), entry("B-Q4_K_M.gguf")]], "Q4_K_M", "B-Q4_K_M.gguf"),
+    # a split suffix needs a prefix before it (`^(.+)-`): with none the file is whole, and the first model file
+    ([[entry("-00002-of-00002.gguf"), entry("B.gguf")]], "", "-00002-of-00002.gguf"),
     # the tag is a regular expression (download.cpp:666): '.' is any character, and the first file it finds wins
     ([[entry("A-Q4_K_M.gguf"), entry("B-Q4.K.M.gguf")]], "Q4.K.M", "A-Q4_K_M.gguf"),
     # a group and an alternation read as llama.cpp reads them

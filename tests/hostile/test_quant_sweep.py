@@ -94,3 +94,22 @@ def test_fit_help_states_the_sweeps_bounds(capsys):
     with pytest.raises(SystemExit):
         main(["fit", "--help"])
     assert f"{quants.MAX_QUANTS} quants at most and {quants.SWEEP_SECONDS:g} s in all" in capsys.readouterr().out
+
+
+def test_a_sweep_with_options_that_cannot_go_together_is_one_line_not_a_row_a_quant(capsys):
+    """Door round 3, trap 8: a Mac and a card in one --quant all gave six identical error rows and exit 1, where one
+    model gives one line and exit 2. The fit's keywords are checked once, before any quant is weighed."""
+    argv = ["fit", "qwen3-30b-a3b", "--quant", "all", "--vram", "apple-m4-pro-24gb,rtx-4090", "-c", "32k"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "a unified machine and a discrete card size differently" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_sweep_past_the_trained_context_says_so_at_its_verdict(capsys):
+    """Door round 3, trap 5: the --quant table said "fits 131072" for every quant of a 40,960-token model, with no
+    note at all. The warning stands where the verdict is."""
+    assert main(["fit", "exaone-4-0-1-2b", "--quant", "Q4_K_M,Q8_0", "--vram", "24GiB", "-c", "128k"]) == 0
+    out = capsys.readouterr().out
+    verdict = out.index("-> the largest quant that fits")
+    warning = out.index("is past the model's trained context")
+    assert warning < verdict

@@ -106,7 +106,8 @@ def test_a_requantized_file_is_scored_against_its_source(qwen, text, tmp_path):
     (["-ctv", "q8_0", "-fa", "off"], "a quantized V cache needs flash attention"),
     (["-ctk", "f16", "-ctv", "f16"], "nothing lossy to score"),
     (["-f", "{missing}"], "no such text file"),
-    (["-c", "1"], "give 2 or more"),
+    (["-c", "1"], "give 3 or more"),
+    (["-c", "2"], "give 3 or more"),  # scores no token: llama-perplexity -c 2 prints "[1]-nan"
     (["--chunks", "0"], "--chunks"),
 ])
 def test_what_cannot_be_measured_is_refused_in_one_line(gemma, qwen, tmp_path, capsys, argv, needle):

@@ -9,6 +9,7 @@ import subprocess
 import pytest
 
 import llamabench as lb
+from llamabench.cli import main
 from llamabench.jobs.twin.writer import GGML_TYPE_NAMES
 from llamabench.llama import worker
 from llamabench.model.quants import ftype_of
@@ -41,3 +42,14 @@ def test_the_recipe_is_what_llama_quantize_writes(qwen, tmp_path, quant):
     row = fit.rows[0]
     assert row.parts.weights + row.host.weights == tensors
     assert f"-{quant}.gguf" in llama_server_command(fit, row)
+
+
+def test_a_file_in_every_common_quant_is_one_table(qwen, capsys):
+    """`fit FILE --quant all`: the file weighed in each of llama-quantize's common file types by llama.cpp's own
+    recipe asked of it (nothing written), each fitted, the sizes in the recipe's order."""
+    argv = ["fit", str(qwen), "--quant", "all", "--vram", "16GiB", "-c", "4096", "-ctk", "f16", "-ctv", "f16"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "6 quants fitted, each as llama.cpp's recipe for the file type would write this file" in out
+    sizes = [float(line.split()[1]) for line in out.splitlines() if line.startswith(("Q2_K ", "Q4_K_M ", "Q8_0 "))]
+    assert len(sizes) == 3 and sizes == sorted(sizes)

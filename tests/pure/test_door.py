@@ -11,16 +11,17 @@ from llamabench.settings.budget import budget, reserve
 from llamabench.settings.values import flash_attn, tokens
 
 CASES = [
-    ("24GB", 24 * GIB, "24GiB"),  # a "24 GB" card holds 24 GiB: 24e9 would size 22.35 GiB and change the answer
+    ("24GB", 24 * GIB, "24GB"),  # a "24 GB" card holds 24 GiB: 24e9 would size 22.35 GiB and change the answer
     ("24", 24 * GIB, "24GiB"),  # plain numbers are GiB
     ("16GiB", 16 * GIB, "16GiB"),  # written as the binary unit: unchanged
-    ("512MB", 512 * MIB, "512MiB"),  # MB is MiB, as for cards
-    ("24GB+12GB", 36 * GIB, "24GiB+12GiB"),  # one machine's cards: each read the same way
+    ("512MB", 512 * MIB, "512MB"),  # MB is MiB, as for cards
+    ("24GB+12GB", 36 * GIB, "24GB+12GB"),  # one machine's cards: each read the same way
 ]
 
 
 @pytest.mark.parametrize("text, n_bytes, label", CASES)
-def test_a_card_in_gb_is_gib_and_the_label_says_so(text, n_bytes, label):
+def test_a_card_in_gb_is_gib_and_keeps_the_name_it_was_given(text, n_bytes, label):
+    """Round 3: "64GB" printed as "64GiB" read as another size; the label is as written, the GiB printed beside."""
     b = budget(text)
     assert (b.bytes, b.label) == (n_bytes, label)
 

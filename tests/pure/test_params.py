@@ -116,3 +116,10 @@ def test_a_zero_thread_count_means_the_physical_cores():
 
     plan = lb.bench("qwen3-30b-a3b", n_ctx=1024, n_threads=[0, 3], dry_run=True)
     assert [p.n_threads for p in plan.configurations] == list(dict.fromkeys([sysinfo.physical_cores(), 3]))
+
+
+def test_the_quant_sweeps_bounds_in_help_are_the_ones_applied():
+    """settings cannot import jobs: the --quant help states the sweep's cap and deadline as numbers, held here."""
+    from llamabench.jobs.fit.quants import MAX_QUANTS, SWEEP_SECONDS
+
+    assert f"{MAX_QUANTS} quants at most and {SWEEP_SECONDS:g} s in all" in SCHEMA["quant"].help

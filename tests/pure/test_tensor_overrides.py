@@ -11,8 +11,8 @@ import pytest
 import llamabench as lb
 from llamabench.cli import main
 from llamabench.core.errors import UsageError
-from llamabench.model.weights import breakdown
 from llamabench.model.metadata import TensorInfo
+from llamabench.model.weights import breakdown
 from llamabench.settings import arguments
 from llamabench.settings.sweep import parse_value
 from llamabench.settings.tensor_overrides import CPU, LoadMode, Placer, TensorOverride, overrides_of

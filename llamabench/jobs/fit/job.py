@@ -40,7 +40,7 @@ from ..source import ModelSource, read_any, resolve
 from ..twin.shape import file_in_quant, published_weights
 from .basis import fit_basis, pool_basis, spec_words
 from .options import FitRequest
-from .overrides import placement_words
+from .overrides import matched, placement_words
 from .probe import ComputeProbe
 from .search import Fitter
 from .speed import with_speeds
@@ -397,8 +397,13 @@ class FitSession:
     def place_tensors(self, tensor_overrides: tuple[str, ...], cpu_moe: bool, load_mode: str) -> None:
         """-ot, --cpu-moe and --load-mode: the tensors the overrides place, and how the host's weights are held."""
         self.tensor_overrides, self.cpu_moe, self.load_mode = tuple(tensor_overrides), cpu_moe, load_mode
-        self.placer = Placer.of(overrides_of(self.tensor_overrides, cpu_moe), tuple(self.remote))
-        notes, words = placement_words(self.name, self.weights, self.tensor_overrides, cpu_moe, LoadMode(load_mode))
+        overrides = overrides_of(self.tensor_overrides, cpu_moe)
+        names = list(dict.fromkeys([n for w in (self.weights, *self.weights_of.values()) for n in w.tensor_names]
+                                   + ["token_embd.weight"]))
+        self.placer = matched(Placer.of(overrides, tuple(self.remote)), [o.pattern for o in overrides], names)
+        used = set(self.placer.first.values()) if self.placer.first else set()
+        notes, words = placement_words(self.name, self.weights, self.tensor_overrides, cpu_moe, LoadMode(load_mode),
+                                       used)
         self.notes += notes
         if words:
             self.basis["placement"] = words
@@ -492,7 +497,8 @@ class FitSession:
                 self.draft[0].compute_bytes.close()
         if not rows:
             raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
-        rows = with_speeds(rows, self.meta, self.geometry, self.weights_of, self.backend.name if self.backend else None)
+        rows = with_speeds(rows, self.meta, self.geometry, self.weights_of, self.backend.name if self.backend else None,
+                           self.placer)
         self.backend_weights_note(fitter, rows[0])
         refused = {n: why for f in fitters.values() for n, why in f.refused.items()}
         if refused:

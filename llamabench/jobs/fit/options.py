@@ -176,7 +176,8 @@ def usable_ram(ram: Budget) -> Budget:
     """--ram SIZE less what the OS and its programs keep, as a Mac's pool keeps DEFAULT_OS_RESERVE: 4 GiB, or a
     quarter of a RAM under 16 GiB."""
     keep = min(DEFAULT_OS_RESERVE, ram.bytes // 4)
-    return Budget(f"{ram.label} RAM less {keep / GIB:g} GiB for the OS", ram.bytes - keep)
+    size = "" if ram.label.endswith("iB") else f" ({ram.bytes / GIB:g} GiB)"  # 64GB: 64 GiB, said once
+    return Budget(f"{ram.label} RAM{size} less {keep / GIB:g} GiB for the OS", ram.bytes - keep)
 
 
 def unified_budgets(budgets: list[Budget], *, unified: bool, wired_limit, reserve, reserve_bytes, ram: Budget | None,

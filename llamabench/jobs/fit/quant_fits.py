@@ -14,7 +14,7 @@ from ...records.fit import FitRecord
 from ...records.quality import QualityRow
 from ...runtimes.registry import run_line
 from ..source import resolve
-from ..twin.shape import published_weights
+from ..twin.shape import file_in_quant, published_weights
 from .advice import describe_row
 from .quants import QuantLine, ReadQuant, RepoQuants, SweepWatch
 
@@ -131,8 +131,9 @@ def fit_each(found: RepoQuants, read: Iterable[ReadQuant], measured: dict[str, Q
 def fit_catalog_quants(model: str, names: tuple[str, ...], *, fit_one: Callable[[str], FitRecord],
                        keep: Callable[[FitRecord], FitRecord], watch: SweepWatch) -> tuple[QuantFit, ...]:
     """Each quant of a catalog model weighed (its published file, else llama.cpp's recipe for the file type on the
-    model's shape twin) and fitted (`fit_one(name)`: fit with that --quant), said to `watch` and within its deadline;
-    one that cannot be weighed or fitted carries its error, and the others still answer."""
+    model's shape twin), or of a GGUF file here (llama.cpp's recipe asked of the file itself), and fitted
+    (`fit_one(name)`: fit with that --quant), said to `watch` and within its deadline; one that cannot be weighed or
+    fitted carries its error, and the others still answer."""
     source = resolve(model)
     out = []
     watch.total = len(names)
@@ -140,7 +141,7 @@ def fit_catalog_quants(model: str, names: tuple[str, ...], *, fit_one: Callable[
         watch.check()
         hint = f"{model}-{name}.gguf"
         try:
-            weighed = published_weights(source, name)
+            weighed = published_weights(source, name) if source.entry else file_in_quant(source, name)
             size = weighed.scale or weighed.meta.weights_bytes
             n_params = sum(math.prod(t.shape) for t in weighed.meta.tensors)
             record = fit_one(name)

@@ -20,9 +20,9 @@ from typing import Callable, Iterator
 
 from ...core.errors import DeadlinePassed, LlamabenchError, UsageError
 from ...model.quants import LLAMA_FTYPES, ftype_of
-from ...world import catalog, hf_pick, hf_repo
+from ...world import catalog, hf_pick, hf_repo, remote
 from ...world.remote import RemoteError
-from ..source import ModelSource, resolve
+from ..source import ModelSource, looks_like_path, resolve
 
 READ_AT_ONCE = 4  # headers read side by side
 MAX_QUANTS = 64  # quants one sweep weighs (a repository's own hold some 30): more asks to be narrowed
@@ -108,14 +108,19 @@ def wants_sweep(model: str, quant: str | None) -> bool:
     if hf_repo.names_a_repo(model) and ":" not in model[len("hf://"):].partition("@")[0]:
         return True
     several = str(quant).strip().lower() == "all" or "," in str(quant)
-    return several and catalog.find_entry(model) is not None
+    return several and (catalog.find_entry(model) is not None or is_local_file(model))
+
+
+def is_local_file(model: str) -> bool:
+    """MODEL names a GGUF file here (not a URL, not a catalog id): a sweep asks llama.cpp's recipe of it."""
+    return not remote.is_remote(model) and looks_like_path(model)
 
 
 def catalog_quants(model: str, quant: str) -> tuple[str, ...]:
     """The quants --quant asks of a catalog model: all (its published files, then llama-quantize's common file
     types), or a comma list, each a published quant or a file type (UsageError naming what is neither)."""
     entry = catalog.find_entry(model)
-    published = [q.name for q in entry.published_quants]
+    published = [q.name for q in entry.published_quants] if entry is not None else []  # a file: the recipes alone
     asked = asked_quants(quant)
     if asked == ["all"]:
         every = tuple(dict.fromkeys([*published, *RECIPE_QUANTS]))
@@ -125,6 +130,7 @@ def catalog_quants(model: str, quant: str) -> tuple[str, ...]:
     unknown = [t for t in asked if t.upper() not in by_upper and ftype_of(t) is None]
     if unknown:
         raise UsageError(f"--quant {', '.join(unknown)}: neither a published quant of {model} nor a llama-quantize "
+                         "file type" if entry is not None else f"--quant {', '.join(unknown)}: not a llama-quantize "
                          "file type", hint="published: " + (", ".join(published) or "none") + "; file types: "
                          + ", ".join(LLAMA_FTYPES))
     return tuple(dict.fromkeys(by_upper.get(t.upper(), t.upper()) for t in asked))

@@ -12,13 +12,14 @@ from ...memory import speed
 from ...memory.layer_split import layer_devices
 from ...memory.placement import FitRow
 from ...settings.cards import find_card
-from ...settings.tensor_overrides import Placer, overrides_of
+from ...settings.tensor_overrides import Placer
 from ..roofline.machines import card_model, host_model
 from ..roofline.placement import placement_speed
 from ..roofline.split import split_speed
 
 
-def with_speeds(rows: list[FitRow], meta, geometry, weights_of: dict, backend: str | None) -> list[FitRow]:
+def with_speeds(rows: list[FitRow], meta, geometry, weights_of: dict, backend: str | None,
+                placer: Placer = Placer()) -> list[FitRow]:
     works: dict[str, speed.ModelWork] = {}
     out = []
     for row in rows:
@@ -31,26 +32,27 @@ def with_speeds(rows: list[FitRow], meta, geometry, weights_of: dict, backend: s
         if spec not in works:
             works[spec] = speed.model_work(meta, geometry, weights, mtp=spec == "draft-mtp")
         try:
-            ts = _decode_ts(row, cards, geometry, weights, works[spec], backend)
+            ts = _decode_ts(row, cards, geometry, weights, works[spec], backend, placer)
         except LlamabenchError:  # a backend the card does not run: no t/s, said by the missing column value
             ts = None
         out.append(replace(row, decode_ts=ts))
     return out
 
 
-def _ram_of_layer(row: FitRow, weights, work: speed.ModelWork, ngl: int) -> "dict[int | None, int] | None":
-    """Where tensor overrides (-ot, --cpu-moe) keep some of a card layer's tensors in RAM: what each layer reads from
-    there per token; None without overrides."""
-    overrides = overrides_of(row.settings.tensor_overrides, row.settings.cpu_moe)
-    if not overrides:
+def _ram_of_layer(row: FitRow, weights, work: speed.ModelWork, ngl: int,
+                  placer: Placer) -> "dict[int | None, int] | None":
+    """Where tensor overrides (-ot, --cpu-moe: the session's placer, its matches worked out ahead) keep some of a card
+    layer's tensors in RAM: what each layer reads from there per token; None without overrides."""
+    if not placer:
         return None
     on_card = layer_devices(weights.n_layer, ngl, (1.0,))
     places = weights.tensor_devices(lambda il: on_card[il] if il < len(on_card) else None,
-                                    n_cpu_moe=row.placement.n_cpu_moe, place=Placer.of(overrides).place)
+                                    n_cpu_moe=row.placement.n_cpu_moe, place=placer.place)
     return weights.placed_host_read(places, expert_share=work.expert_share)
 
 
-def _decode_ts(row: FitRow, cards: list, geometry, weights, work: speed.ModelWork, backend: str | None) -> float:
+def _decode_ts(row: FitRow, cards: list, geometry, weights, work: speed.ModelWork, backend: str | None,
+               placer: Placer) -> float:
     chosen = backend if backend in cards[0].runs else None
     models = tuple(card_model(c, chosen) for c in cards)
     settings = row.settings
@@ -60,5 +62,5 @@ def _decode_ts(row: FitRow, cards: list, geometry, weights, work: speed.ModelWor
         return placed.tokens_per_second(settings.n_ctx)
     ngl = row.placement.n_gpu_layers(weights.n_layer)
     placed = placement_speed(geometry, settings, weights, work, models[0], host_model(cards[0], None), ngl,
-                             row.placement.n_cpu_moe, _ram_of_layer(row, weights, work, ngl))
+                             row.placement.n_cpu_moe, _ram_of_layer(row, weights, work, ngl, placer))
     return placed.tokens_per_second(settings.n_ctx)

@@ -26,6 +26,10 @@ QUALITY_PARAMS = ("n_ctx", "type_k", "type_v", "flash_attn", "n_batch", "n_ubatc
                   "n_gpu_layers", "n_cpu_moe", "tensor_split", "split_mode", "main_gpu")
 QUALITY_LISTS = ("n_ctx", "type_k", "type_v")
 QUALITY_N_CTX = 4096  # without -c: a context every small model takes, and the text holds many chunks of
+# the least -c that scores a token: llama-perplexity scores positions n_ctx/2 .. n_ctx-2 of a chunk, n_ctx - 1 - n_ctx/2
+# of them (tools/perplexity/perplexity.cpp:1738 and 1772, `first = n_ctx/2`, 1849; divergence.scored_per_chunk):
+# -c 3 scores one, -c 2 none, and its statistics are NaN (llama-perplexity -c 2 prints "[1]-nan")
+QUALITY_MIN_N_CTX = 3
 ALL_LAYERS = 99
 DEFAULT_CHOICES = (("q8_0", "q8_0"), ("q4_0", "q4_0"))  # without -ctk / -ctv and no base model: fit's lossy types
 
@@ -95,9 +99,11 @@ def plan_quality(model: str, given: dict, *, text_file=None, chunks=None, base_m
     values = call_values(given, QUALITY_PARAMS, lists=QUALITY_LISTS)
     contexts = values.pop("n_ctx") if given.get("n_ctx") not in (None, ()) else (QUALITY_N_CTX,)
     values.pop("n_ctx", None)
-    if any(c < 2 for c in contexts):
-        raise UsageError("-c: quality scores the second half of each chunk of -c tokens: give 2 or more "
-                         "(0, the trained length, is not taken here)")
+    if any(c < QUALITY_MIN_N_CTX for c in contexts):
+        raise UsageError(f"-c {min(contexts)}: quality scores the second half of each chunk of -c tokens but its last "
+                         f"(llama-perplexity's n_ctx - 1 - n_ctx/2), so -c {QUALITY_MIN_N_CTX} is the least that "
+                         f"scores one token: give {QUALITY_MIN_N_CTX} or more (0, the trained length, is not taken "
+                         "here)")
     type_k, type_v = values.pop("type_k"), values.pop("type_v")
     source = _local_file(resolve(model), "MODEL")
     base = _local_file(resolve(str(base_model)), "--base-model") if base_model else None

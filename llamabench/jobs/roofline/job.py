@@ -265,6 +265,10 @@ def weights_source(source: ModelSource, quant: str | None):
 
 # --calibrate: a run's own numbers -----------------------------------------------------------------
 NOISY = 0.10  # a test whose repetitions spread more than this share of the mean (bench marks it noisy)
+# --calibrate's file, at most: every record in it is read and checked (records.read_records), about 5 MB a second on
+# this 2-core CPU (2026-12-07, bench records of 3.4 KB): 64 MiB, some 20,000 bench records, is read in about 13 s,
+# where a 192 MB file took a minute or more
+CALIBRATE_MAX_BYTES = 64 * 2**20
 
 
 def calibrated(path: Path, source: ModelSource, p: Params, work: speed.ModelWork, model_: SpeedModel,
@@ -272,6 +276,11 @@ def calibrated(path: Path, source: ModelSource, p: Params, work: speed.ModelWork
     """The physical model scaled to a bench run of this model: one factor for decode and one for prefill, each the
     median of measured / predicted over the run's tests (a test bench marked noisy left out while others remain),
     so two noisy points cannot bend it; and the measured t/s by test name. `keep`: only the records it keeps."""
+    size = path.stat().st_size
+    if size > CALIBRATE_MAX_BYTES:
+        raise UsageError(f"{path}: {size / 2**20:,.0f} MiB is more than --calibrate reads "
+                         f"({CALIBRATE_MAX_BYTES // 2**20} MiB, some 20,000 bench records)",
+                         hint=f"calibrate on a file of {source.label}'s bench runs alone (bench --results FILE)")
     read = read_records(path)
     records = [r for r in read.records if isinstance(r, BenchRecord) and r.ok and r.model.label == source.label
                and {r.params.type_k, r.params.type_v} <= set(CACHE_TYPES) and (keep is None or keep(r))]
