@@ -159,6 +159,7 @@ def fit_quants(model: str, *, quant: str = "all", results: PathLike | None = Non
     if not isinstance(quant, str):
         raise UsageError(f"quant: 'all' or a comma list of quants, e.g. 'Q4_K_M,Q8_0' (not {quant!r})")
     asked_quants(quant)  # none named, or too many: said before the hub is asked
+    quant_argument(quant)  # a name too long to be one
     if not wants_sweep(model, quant):
         raise UsageError(f"{model}: fit_quants takes a repository, hf://OWNER/REPO (no :QUANT), a catalog id or a GGUF "
                          "file, and --quant all or a comma list")

@@ -12,7 +12,7 @@ from ..core.units import GIB, MIB
 from .cards import CARDS, families, find_card
 from .values import LLAMA_MAX_DEVICES
 
-_SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|tib|tb|g|m)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*(gib|gb|mib|mb|tib|tb|g|m)?\s*$", re.IGNORECASE | re.ASCII)
 # GB, MB and TB are read as GiB, MiB and TiB: a "24 GB" card (3090, 4090) holds 24 GiB, as its maker and
 # nvidia-smi count it, and RAM is sold the same way; taking 24 x 10^9 would size a 22.35 GiB card
 _UNITS = {None: GIB, "gib": GIB, "g": GIB, "gb": GIB, "mib": MIB, "m": MIB, "mb": MIB, "tib": 1024 * GIB,

@@ -26,6 +26,7 @@ EXPERTS_REGEX = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"
 CPU = "CPU"
 MAX_OVERRIDES = 1024  # -ot pieces of one fit: every weight name is matched against each of them
 MAX_PATTERN_CHARS = 4096
+MAX_REPEAT = 1000  # a{N}: libstdc++'s regex builds N states each; 1e8 passes Python's re and fails llama.cpp's load
 HOST = None  # a tensor's place: None is system RAM, else the device's position in llama.cpp's device order
 
 # the buffer type names a -ot may give (ggml_backend_buft_name of a device's buffer types): CPU, a device's own
@@ -106,6 +107,10 @@ def parse_overrides(value) -> tuple[str, ...]:
             re.compile(override.pattern)
         except re.error as exc:
             raise UsageError(f"'{override.pattern}' is not a regular expression ({exc})") from None
+        counts = [int(n) for n in re.findall(r"\{(\d+)(?:,(\d*))?\}", override.pattern) for n in n if n]
+        if any(n > MAX_REPEAT for n in counts):
+            raise UsageError(f"'{override.pattern}': a repeat count above {MAX_REPEAT}: llama.cpp's std::regex "
+                             "(libstdc++) refuses it when it loads the model (_GLIBCXX_REGEX_STATE_LIMIT)")
         if not (override.to_host or _DEVICE_BUFFER.match(override.buffer)):
             raise UsageError(f"'{override.buffer}' is not a buffer type llama.cpp names (CPU, CUDA0, CUDA_Host, "
                              "Vulkan1, ROCm0, MTL0, RPC0[HOST:PORT]: llama-server lists them when given a wrong one)")

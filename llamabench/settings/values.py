@@ -14,9 +14,17 @@ UINT32_MAX = 2**32 - 1  # n_ctx, n_batch, n_ubatch and n_seq_max are uint32 in l
 LLAMA_MAX_SEQ = 256  # src/llama-cparams.h
 
 
+def _ascii_number(text) -> None:
+    """Digits as llama.cpp reads them (std::stoi, std::stof): ASCII only, where Python's int() and float() take any
+    script's digits (٣, ９)."""
+    if isinstance(text, str) and not text.isascii():
+        raise UsageError(f"'{text}' is not a number written in ASCII digits")
+
+
 def _uint(text, low: int) -> int:
     if isinstance(text, bool):
         raise UsageError(f"{text!r} is not an integer")
+    _ascii_number(text)
     try:
         value = int(text) if isinstance(text, int) else int(str(text).strip())
     except ValueError:
@@ -62,6 +70,7 @@ def tokens(text) -> int:
     """A token count: 4096, 32k (x 1024), 1M (x 1024^2). Used for n_ctx, depths, prompt and generation lengths."""
     if isinstance(text, int) and not isinstance(text, bool):
         return _uint(text, 0)
+    _ascii_number(text)
     low = str(text).strip().lower()
     scale = {"k": 1024, "m": 1024**2}.get(low[-1:], 1)
     try:
@@ -177,6 +186,7 @@ def tensor_split(text) -> tuple[float, ...]:
     if isinstance(text, (list, tuple)):
         pieces = [str(x) for x in text]
     else:
+        _ascii_number(text)
         pieces = [x for x in re.split(r"[,/]+", str(text).strip()) if x.strip()]
     if not pieces:
         raise UsageError(f"'{text}' is not a tensor split (write e.g. 3,1)")
@@ -227,6 +237,7 @@ def rpc_endpoints(rpc) -> tuple[str, ...]:
 
 
 def nonneg_float(text) -> float:
+    _ascii_number(text)
     try:
         value = float(text)
     except (TypeError, ValueError):
@@ -237,6 +248,7 @@ def nonneg_float(text) -> float:
 
 
 def positive_float(text) -> float:
+    _ascii_number(text)
     try:
         value = float(text)
     except (TypeError, ValueError):

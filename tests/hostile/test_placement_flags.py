@@ -62,3 +62,31 @@ def test_shell_text_in_a_pattern_is_one_word_of_the_printed_command(gemma):
 def test_the_api_refuses_wrong_values_in_one_line(gemma, keyword, value):
     with pytest.raises(UsageError):
         lb.fit(str(gemma), vram="16GiB", n_ctx=4096, **{keyword: value})
+
+
+@pytest.mark.slow
+def test_the_placement_flags_campaign(gemma, tmp_path):
+    """Round 5's own campaign on -ot, --cpu-moe and --load-mode, each case the CLI in its own process under a wall
+    time and a memory bound: an honest success or one line, never a traceback, a hang or a forged line."""
+    from tests.support.fuzz_harness import Case, run_campaign, summary
+
+    env = {"LLAMABENCH_CACHE_DIR": str(tmp_path / "cache")}
+    model, moe = str(gemma), "qwen3-30b-a3b"
+    base = ["-c", "4096", "--vram", "16GiB"]
+    bad = [["-ot", p] for p in ("", "=", "a=b=c", "(?P<x>=CPU", "a{99999999}=CPU", "\\=CPU", "a=CPU,",
+                                ",a=CPU", "a=CUDA99", "a=Vulkan_Host_", "a=RPC0[", "a=RPC0[::1]:1", "ä=CPU\x1b[31m")]
+    bad += [["--load-mode", m] for m in ("", "MMAP+", "none,mlock", "mmap mlock")]
+    bad += [["--cpu-moe", "--n-cpu-moe", "-1"], ["-ot", "x=CPU", "--cpu-only", "--ram", "8GiB"]]
+    cases = [Case("placement: refused", ["fit", model, *base, *argv], env=env, must_fail=True, wall_s=60)
+             for argv in bad if "--cpu-only" not in argv]
+    cases.append(Case("placement: refused", ["fit", model, "-c", "4096", "-ot", "x=CPU", "--cpu-only", "--ram",
+                                             "8GiB"], env=env, must_fail=True))
+    good = [["-ot", r"blk\.1[0-9]\.ffn_.*_exps=CPU", "--no-mmap"], ["--cpu-moe", "--mlock"],
+            ["-ot", "exps=CPU", "-ot", "attn=CPU", "--load-mode", "mmap+mlock"], ["-ot", ".*=CPU"],
+            ["-ot", "output=CPU", "-ngl", "10"], ["-ot", r"token_embd=CUDA0", "--load-mode", "none"],
+            ["-ot", "=CPU"],  # an empty pattern matches every name: every tensor in RAM, as llama.cpp takes it
+            ["--load-mode", " dio "]]
+    cases += [Case("placement: answered", ["fit", moe, *base, *argv], env=env, wall_s=120) for argv in good]
+    counts, per_group, bad_outcomes = run_campaign(cases)
+    print(f"\ncampaign (placement flags): {summary(counts, per_group)}")
+    assert not bad_outcomes, summary(counts, per_group) + "\n" + "\n".join(f"{k}: {d}" for _, k, d in bad_outcomes)

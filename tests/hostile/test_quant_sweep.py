@@ -113,3 +113,27 @@ def test_a_sweep_past_the_trained_context_says_so_at_its_verdict(capsys):
     verdict = out.index("-> the largest quant that fits")
     warning = out.index("is past the model's trained context")
     assert warning < verdict
+
+
+@pytest.mark.slow
+def test_the_quant_on_a_file_or_a_catalog_id_campaign(gemma, tmp_path):
+    """Round 5's own campaign on `--quant` asked of a GGUF file (llama.cpp's recipe) and of a catalog id: names that
+    are no file type, lists that name nothing or too much, shell text, a quant beside -ot; each the CLI in its own
+    process, an honest success or one line."""
+    from tests.support.fuzz_harness import Case, run_campaign, summary
+
+    env = {"LLAMABENCH_CACHE_DIR": str(tmp_path / "cache")}
+    fit = ["-c", "4096", "--vram", "16GiB"]
+    refused = ["", ",", " , ", "Q9_Z", "Q4_K_M;id", "$(id)", "Q4_K_M\n-ot", "q4_k_m," * 70, "Q4_K_M,Q9_Z", "ALL,Q8_0",
+               "Q4_K_M" * 200, "\x1b[31m"]
+    cases = [Case("quant: refused", ["fit", where, "--quant", q, *fit], env=env, must_fail=True, wall_s=90)
+             for where in (str(gemma), "qwen3-30b-a3b") for q in refused]
+    cases += [Case("quant: refused", ["inspect", str(gemma), "--quant", q], env=env, must_fail=True)
+              for q in ("", "Q9_Z", "all")]
+    answered = [(str(gemma), "q8_0"), (str(gemma), "IQ4_XS"), (str(gemma), "Q2_K,Q8_0"), ("qwen3-30b-a3b", "Q3_K_M"),
+                ("qwen3-30b-a3b", "q4_k_m,Q8_0"), ("gemma-3-27b", "all")]
+    cases += [Case("quant: answered", ["fit", where, "--quant", q, *fit], env=env, wall_s=240) for where, q in answered]
+    cases.append(Case("quant: answered", ["inspect", str(gemma), "--quant", "Q3_K_M"], env=env))
+    counts, per_group, bad = run_campaign(cases)
+    print(f"\ncampaign (--quant on files and catalog ids): {summary(counts, per_group)}")
+    assert not bad, summary(counts, per_group) + "\n" + "\n".join(f"{k}: {d}" for _, k, d in bad)

@@ -496,6 +496,9 @@ class FitSession:
             if self.draft is not None:
                 self.draft[0].compute_bytes.close()
         if not rows:
+            reasons = {note.partition(": ")[2] for note in self.notes if ": " in note}
+            if len(reasons) == 1:  # every choice failed alike (llama.cpp could not load the model): said once
+                raise LlamabenchError(f"no cache-type choice could be evaluated: {reasons.pop()}")
             raise LlamabenchError("no cache-type choice could be evaluated: " + "; ".join(self.notes))
         rows = with_speeds(rows, self.meta, self.geometry, self.weights_of, self.backend.name if self.backend else None,
                            self.placer)

@@ -89,7 +89,14 @@ def quant_argument(quant) -> str | None:
         return None
     if not isinstance(quant, str) or not quant.strip():
         raise UsageError(f"quant: a quant's name, e.g. Q4_K_M (not {quant!r})")
+    longest = max(quant.split(","), key=len)
+    if len(longest.strip()) > MAX_QUANT_NAME:
+        raise UsageError(f"--quant: a name of {len(longest.strip()):,} characters ({longest.strip()[:24]!r}...): a "
+                         f"quant is named in a few (Q4_K_M, UD-Q4_K_XL), {MAX_QUANT_NAME} at most")
     return quant.strip()
+
+
+MAX_QUANT_NAME = 100  # characters of one --quant name (the tags hf_pick takes are as long)
 
 
 def inspect_record(model: str, params: dict[str, Any], runtime=None, model_draft=None,

@@ -98,6 +98,8 @@ def machine(card, backend, bandwidth, tflops, bw_eff, compute_eff, calibrate, ra
     """(the speed model, the placement or split priced beside it, the measured t/s by test) of the options."""
     placed = n_gpu_layers is not None or n_cpu_moe is not None
     _check_machine_options(card, bandwidth, tensor_split or link or link_ms, ram_bandwidth, placed)
+    if card is not None and not str(card).strip():
+        raise UsageError("--card: an empty name", hint="name a card (rtx-4090), or leave --card out for this machine")
     cards = cards_of(card) if card else []
     if cards:
         model_ = card_model(cards[0], backend, bw_eff, compute_eff)
