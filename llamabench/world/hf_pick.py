@@ -106,12 +106,16 @@ def unlisted_parts(files: list[str], first: str) -> str | None:
     """Words naming the parts of `first`'s split set the listing lacks (llama.cpp downloads the parts it lists,
     get_split_files, download.cpp:524-540), or None where it lists them all."""
     m = _SPLIT.search(first)
-    count = int(m[4]) if m else 1
-    listed = len(split_parts(files, first))
-    if listed >= count:
+    if m is None:
         return None
-    return (f"{escaped(first)}: {count - listed} of its {count} parts are not in the listing llama.cpp's -hf reads, "
-            "and it would not download them")
+    stem, of, count = m[1], m[3], int(m[4])
+    missing = [f"{i:05d}-{of}-{count:05d}" for i in range(1, count + 1)
+               if f"{stem}-{i:05d}-{of}-{count:05d}.gguf" not in files]
+    if not missing:
+        return None
+    named = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+    return (f"{escaped(first)}: {len(missing)} of its {count} parts ({named}) are not in the listing llama.cpp's -hf "
+            "reads, and it would not download them")
 
 
 def listed_tags(files: list[str]) -> list[str]:

@@ -19,6 +19,7 @@ from tests.support.twin_split import write_split
 
 ARABIC_2 = "\u0660\u0660\u0660\u0660\u0662"  # ٠٠٠٠٢: digits to Python's \d, not to llama.cpp's [0-9]
 COMMIT = "c" * 40
+MISSING = "1 of its 2 parts (00002-of-00002) are not in the listing"  # the part llama.cpp would not download, named
 
 PICKS = [
     # an oid that is not 40 or 64 hex digits: llama.cpp skips the entry ("skip invalid oid", hf-cache.cpp:326)
@@ -104,7 +105,7 @@ def test_a_split_set_llama_cpp_would_not_download_whole_is_not_sized(tmp_path, m
     root.mkdir()
     first, second = write_split(twin, root, 2)
     with fake_hub(root, [[entry(first.name)], [entry(second.name)]], monkeypatch):
-        one_error(capsys, ["inspect", "-hf", f"{REPO}:Q4_K_M"], "1 of its 2 parts are not in the listing")
+        one_error(capsys, ["inspect", "-hf", f"{REPO}:Q4_K_M"], MISSING)
         swept = lb.fit_quants(f"hf://{REPO}", quant="Q4_K_M", n_ctx=4096, vram="24GiB")
     (quant,) = swept.quants
-    assert quant.record is None and "1 of its 2 parts are not in the listing" in quant.error and swept.best() is None
+    assert quant.record is None and MISSING in quant.error and swept.best() is None

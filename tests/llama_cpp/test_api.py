@@ -62,6 +62,8 @@ def test_the_plain_usage_on_a_catalog_id():
     assert 18 * 2**30 < row.parts.weights < 19 * 2**30
     mtp = record.fit.recommended("4GiB", 8192, "draft-mtp") or next(r for r in record.rows
                                                                    if r.settings.spec_type == "draft-mtp")
-    assert mtp.parts.weights - row.parts.weights > 0.9 * 2**30  # a whole MoE layer of 256 experts (0.99 GiB)
+    # one MoE layer of 256 experts and its attention (0.50 GiB, as the main model's 40 share 19.74 GiB); no
+    # embed_tokens or shared_head_head of its own, which Qwen3.5's converter does not write
+    assert 0.4 * 2**30 < mtp.parts.weights - row.parts.weights < 0.6 * 2**30
     assert not row.fits and row.parts.kv == 20480 * 8192
     assert lb.verify("qwen3-5-35b-a3b", n_ctx=4096).ok

@@ -7,6 +7,7 @@ and say why.
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -93,9 +94,11 @@ def test_each_command_then_report_on_a_file(gemma, tmp_path, capsys):
     # one repetition and a warm-up each: pp16's is the whole 16, tg2's one token
     assert (plan.estimate.fill_tokens, plan.estimate.test_tokens) == (1024, 2 * (16 + 16 + 2) + 2 * 1)
     basis = plan.estimate.basis
-    assert plan.estimate.seconds is None or "from the earlier run in r.jsonl: tg at depths 0 and 256" in basis
-    assert lb.bench(str(gemma), n_depth=[0, 1024], results=tmp_path / "none.jsonl",
-                    dry_run=True).estimate.seconds is None
+    # roofline's model of this CPU, scaled by the earlier run's measured tests (tg and pp, each at 0 and 256)
+    assert plan.estimate.seconds is None or ("calibrated on r.jsonl" in basis and "(median of 2 tests)" in basis)
+    # no earlier run: the same model uncalibrated, said to be an estimate
+    assert "no earlier run of it here to calibrate on: an estimate" in lb.bench(
+        str(gemma), n_depth=[0, 1024], results=tmp_path / "none.jsonl", dry_run=True).estimate.basis
     assert json.loads((tmp_path / "rep" / "record.json").read_text()) == report.models[0].kv_efficiency[0].to_dict()
 
 
@@ -110,4 +113,11 @@ def test_ram_is_checked_beside_the_card_and_the_flags_that_shrink_it_are_named(g
     assert main(["fit", str(gemma), "--ctx", "32768", "--vram", "2GiB", "--ram", "8GiB", "-ctk", "f16",
                  "-ctv", "f16"]) == 0
     out = capsys.readouterr().out
-    assert "but not the system RAM" in out and "--cache-ram, --ctx-checkpoints, -np" in out
+    # the limit that binds is named, and the command printed bounds the prompt cache to what the RAM leaves
+    assert "what binds is the system RAM, not the context" in out
+    bound = int(re.search(r"llama-server -m .* --cache-ram (\d+) ", out)[1])
+    assert 4096 <= bound < 8192
+    assert lb.fit(str(gemma), n_ctx=32768, vram="2GiB", ram="8GiB", type_k="f16", type_v="f16",
+                  cache_ram=bound).rows[0].fits
+    assert not lb.fit(str(gemma), n_ctx=32768, vram="2GiB", ram="8GiB", type_k="f16", type_v="f16",
+                      cache_ram=bound + 64).rows[0].ram_fits

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from ...core.errors import UsageError
-from ...core.units import GIB
+from ...core.units import GIB, MIB
 from ...llama import rpc as rpc_backend
 from ...llama.ggml_devices import METAL_NAMES
 from ...llama.worker import device_memory
@@ -177,7 +177,8 @@ def usable_ram(ram: Budget) -> Budget:
     quarter of a RAM under 16 GiB."""
     keep = min(DEFAULT_OS_RESERVE, ram.bytes // 4)
     size = "" if ram.label.endswith("iB") else f" ({ram.bytes / GIB:g} GiB)"  # 64GB: 64 GiB, said once
-    return Budget(f"{ram.label} RAM{size} less {keep / GIB:g} GiB for the OS", ram.bytes - keep)
+    kept = f"{keep / GIB:g} GiB" if keep >= GIB else f"{keep / MIB:.0f} MiB"  # 4 GiB; 97 MiB of a 388MiB --ram
+    return Budget(f"{ram.label} RAM{size} less {kept} for the OS", ram.bytes - keep)
 
 
 def unified_budgets(budgets: list[Budget], *, unified: bool, wired_limit, reserve, reserve_bytes, ram: Budget | None,
