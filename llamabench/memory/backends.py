@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Mapping
 
 from ..core import environment
-from ..settings.values import BACKEND_NAMES
+from ..settings.values import BACKEND_NAMES, UINT32_MAX  # maxStorageBufferRange is a uint32_t
 
 OP_OFFLOAD_MIN_BATCH = 32  # op_offload_min_batch_size's default in ggml-cuda.cu, ggml-vulkan.cpp and ggml-metal
 OFFLOAD_NONE, OFFLOAD_BATCH, OFFLOAD_MATMULS = 0, 1, 2
@@ -96,7 +96,6 @@ VULKAN_RANGE_ENV = "LLAMABENCH_VULKAN_MAX_STORAGE_BUFFER_RANGE"  # the target ca
 
 
 INT_MAX = 2**31 - 1  # atoi's int: GGML_OP_OFFLOAD_MIN_BATCH's range in ggml
-UINT32_MAX = 2**32 - 1  # VkPhysicalDeviceLimits.maxStorageBufferRange is a uint32_t
 
 
 def rules_for(name: str | None, environ: Mapping[str, str] = {}) -> BackendRules | None:  # noqa: B006 - read only

@@ -107,7 +107,8 @@ def parse_overrides(value) -> tuple[str, ...]:
             re.compile(override.pattern)
         except re.error as exc:
             raise UsageError(f"'{override.pattern}' is not a regular expression ({exc})") from None
-        counts = [int(n) for n in re.findall(r"\{(\d+)(?:,(\d*))?\}", override.pattern) for n in n if n]
+        bounds = re.findall(r"\{(\d+)(?:,(\d*))?\}", override.pattern)  # a{N} and a{N,M}: (N, M or "")
+        counts = [int(n) for low_high in bounds for n in low_high if n]
         if any(n > MAX_REPEAT for n in counts):
             raise UsageError(f"'{override.pattern}': a repeat count above {MAX_REPEAT}: llama.cpp's std::regex "
                              "(libstdc++) refuses it when it loads the model (_GLIBCXX_REGEX_STATE_LIMIT)")

@@ -95,27 +95,30 @@ def quant_tag(path: str) -> str | None:
 
 def split_parts(files: list[str], first: str) -> list[str]:
     """Every part of the split set whose first part is `first` (the file alone where it is not split), in order."""
+    return [p for p in _part_names(first) if p in files]
+
+
+def _part_names(first: str) -> list[str]:
+    """The names of every part of the split set whose first part is `first` (the file alone where it is not split)."""
     m = _SPLIT.search(first)
     if m is None:
         return [first]
     stem, of, count = m[1], m[3], int(m[4])
-    return [p for i in range(1, count + 1) if (p := f"{stem}-{i:05d}-{of}-{count:05d}.gguf") in files]
+    return [f"{stem}-{i:05d}-{of}-{count:05d}.gguf" for i in range(1, count + 1)]
 
 
 def unlisted_parts(files: list[str], first: str) -> str | None:
     """Words naming the parts of `first`'s split set the listing lacks (llama.cpp downloads the parts it lists,
     get_split_files, download.cpp:524-540), or None where it lists them all."""
-    m = _SPLIT.search(first)
-    if m is None:
+    if _SPLIT.search(first) is None:
         return None
-    stem, of, count = m[1], m[3], int(m[4])
-    missing = [f"{i:05d}-{of}-{count:05d}" for i in range(1, count + 1)
-               if f"{stem}-{i:05d}-{of}-{count:05d}.gguf" not in files]
+    parts = _part_names(first)
+    missing = ["-".join(_SPLIT.search(p).group(2, 3, 4)) for p in parts if p not in files]  # 00002-of-00002
     if not missing:
         return None
     named = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-    return (f"{escaped(first)}: {len(missing)} of its {count} parts ({named}) are not in the listing llama.cpp's -hf "
-            "reads, and it would not download them")
+    return (f"{escaped(first)}: {len(missing)} of its {len(parts)} parts ({named}) are not in the listing llama.cpp's "
+            "-hf reads, and it would not download them")
 
 
 def listed_tags(files: list[str]) -> list[str]:

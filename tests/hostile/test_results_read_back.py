@@ -6,7 +6,6 @@ never shown as a measurement. roofline --calibrate reads a file of a bounded siz
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from llamabench.records.quality import QualityRecord, QualityRow, ScoredTextRef
 from llamabench.records.records import read_records
 from llamabench.settings.params import Params
 from tests.support import REPO
+from tests.support.fuzz_results import set_at
 
 REAL = REPO / "reports" / "qwen3-5-35b-a3b" / "results.jsonl"  # the tracked example: inspect, verify, fit, bench
 MODEL = "qwen3-5-35b-a3b"
@@ -41,16 +41,6 @@ def quality() -> dict:
                            text=ScoredTextRef("pydoc_data.topics (Python 3.11)", "ab" * 32, 465126, 112660),
                            rows=(row,))
     return {**record.to_dict(), "machine": bench["machine"], "versions": bench["versions"]}
-
-
-def changed(record: dict, dotted: str, value) -> dict:
-    record = copy.deepcopy(record)
-    *parents, last = dotted.split(".")
-    node = record
-    for key in parents:
-        node = node[int(key)] if isinstance(node, list) else node[key]
-    node[last] = value
-    return record
 
 
 def write(path: Path, *records: dict) -> Path:
@@ -76,7 +66,7 @@ def write(path: Path, *records: dict) -> Path:
     ("kld_mean", 0.5),  # a mean above the maximum 0.35
 ])
 def test_a_quality_row_out_of_range_is_a_broken_record(tmp_path, field, value):
-    path = write(tmp_path / "q.jsonl", quality(), changed(quality(), f"rows.0.{field}", value))
+    path = write(tmp_path / "q.jsonl", quality(), set_at(quality(), f"rows.0.{field}", value))
     with pytest.raises(jsonl.ResultsFileError, match=r"q\.jsonl:2: broken quality record"):
         read_records(path)
 
@@ -88,14 +78,14 @@ def test_a_quality_row_out_of_range_is_a_broken_record(tmp_path, field, value):
     ("same_top_p", 100.0),
 ])
 def test_what_llama_perplexity_can_print_reads_back(tmp_path, field, value):
-    path = write(tmp_path / "q.jsonl", changed(quality(), f"rows.0.{field}", value))
+    path = write(tmp_path / "q.jsonl", set_at(quality(), f"rows.0.{field}", value))
     (record,) = read_records(path).records
     assert getattr(record.rows[0], field) == value
 
 
 def test_an_unmeasured_row_is_no_measurement_and_reads_back(tmp_path):
     failed = {"n_ctx": 65536, "type_k": "q8_0", "type_v": "q8_0", "base": "f16 KV", "reason": "out of memory"}
-    (record,) = read_records(write(tmp_path / "q.jsonl", changed(quality(), "rows", [failed]))).records
+    (record,) = read_records(write(tmp_path / "q.jsonl", set_at(quality(), "rows", [failed]))).records
     assert not record.rows[0].ok and record.rows[0].chunks == 0
 
 
@@ -111,7 +101,7 @@ def test_fit_shows_a_measured_row_and_refuses_a_senseless_one(tmp_path, capsys):
     for a row out of range one line naming the line, not "KLD -5.0000"."""
     code, out, err = fit_quality(capsys, write(tmp_path / "good.jsonl", quality()))
     assert code == 0 and "KLD 0.0074" in out, out
-    code, out, err = fit_quality(capsys, write(tmp_path / "bad.jsonl", changed(quality(), "rows.0.kld_mean", -5.0)))
+    code, out, err = fit_quality(capsys, write(tmp_path / "bad.jsonl", set_at(quality(), "rows.0.kld_mean", -5.0)))
     assert code == 1 and "KLD -5" not in out
     assert len(err) == 1 and "bad.jsonl:1: broken quality record" in err[0] and "kld_mean" in err[0], err
 
@@ -124,7 +114,7 @@ def test_fit_shows_a_measured_row_and_refuses_a_senseless_one(tmp_path, capsys):
     ("fit", "fit.rows.0.decode_ts", 0.0),  # a predicted speed of 0 t/s
 ])
 def test_a_byte_count_or_a_speed_out_of_range_is_a_broken_record(tmp_path, kind, dotted, value):
-    path = write(tmp_path / "r.jsonl", real(kind), changed(real(kind), dotted, value))
+    path = write(tmp_path / "r.jsonl", real(kind), set_at(real(kind), dotted, value))
     with pytest.raises(jsonl.ResultsFileError, match=rf"r\.jsonl:2: broken {kind} record"):
         read_records(path)
 
